@@ -1,0 +1,59 @@
+//! `jute`: the ZooKeeper client protocol codec, byte-exact with Apache ZooKeeper 3.8.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use jute::{decode_exact, Encode, GetDataRequest, RequestHeader, OpCode};
+//!
+//! let request = GetDataRequest { path: Some("/a".into()), watch: true };
+//! let frame = (RequestHeader { xid: 1, op_code: OpCode::GET_DATA }, &request).to_bytes();
+//! assert_eq!(&frame[8..], b"\x00\x00\x00\x02/a\x01");
+//! let back: GetDataRequest = decode_exact(frame.slice(8..)).unwrap();
+//! assert_eq!(back, request);
+//! ```
+//!
+//! # Layout
+//!
+//! - [`records`](crate::records): every record of `zookeeper.jute` the client protocol uses,
+//!   declared once in a table that derives the struct, [`Encode`] and [`Decode`].
+//! - [`multi`]: the multi and multiRead bodies ([`MultiRequest`], [`MultiResponse`]).
+//! - [`message`]: a whole server frame by the op code of the request it answers
+//!   ([`ServerMessage`], [`Response`]).
+//! - [`codes`]: op codes, error codes, event types, keeper states, watcher types, add-watch
+//!   modes, create modes and permission bits, each declared in one table; unknown values are
+//!   kept, never a panic.
+//! - [`frame`] (feature `frame`, on by default): the `tokio_util` length-prefix codec.
+//!
+//! # Behavior
+//!
+//! - **Bounded decoding.** Every length and count is checked against the bytes actually
+//!   present before anything is allocated, so a hostile `2^31` length in a 20-byte frame is a
+//!   [`DecodeError`], not a 2 GiB allocation.
+//! - **No copies of payloads.** Buffers decode as [`bytes::Bytes`] slices of the received
+//!   frame.
+//! - **Strict.** Booleans must be 0 or 1, strings UTF-8, vector counts -1 or more, and
+//!   [`decode_exact`] rejects trailing bytes.
+//! - **Nulls are kept.** Jute strings, buffers and vectors can be null (-1) as well as empty;
+//!   they are `Option`s here so that decoding then encoding reproduces the input byte for byte.
+
+pub mod codes;
+mod error;
+#[cfg(feature = "frame")]
+pub mod frame;
+pub mod message;
+pub mod multi;
+pub mod primitive;
+mod reader;
+pub mod records;
+#[cfg(any(test, feature = "proptest"))]
+pub mod strategy;
+
+pub use codes::{
+    AddWatchMode, CreateMode, ErrorCode, EventType, KeeperState, OpCode, Perms, WatcherType,
+};
+pub use error::{DecodeError, DecodeErrorKind};
+#[cfg(feature = "frame")]
+pub use frame::{DEFAULT_MAX_FRAME_LEN, FrameCodec, FrameError};
+pub use message::{Response, ServerMessage};
+pub use multi::{MultiOp, MultiRequest, MultiResponse, MultiResult};
+pub use reader::{Decode, Encode, Reader, decode_exact};
+pub use records::*;

@@ -1,0 +1,123 @@
+//! proptest strategies for every record (feature `proptest`), and the shared property checks.
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
+
+/// A type with a proptest strategy covering its whole wire range: null and empty values, non-ASCII
+/// strings, negative numbers, unknown codes.
+pub trait Generate: Sized + std::fmt::Debug {
+    /// The strategy.
+    fn strategy() -> BoxedStrategy<Self>;
+}
+
+impl Generate for i32 {
+    fn strategy() -> BoxedStrategy<Self> {
+        any::<i32>().boxed()
+    }
+}
+
+impl Generate for i64 {
+    fn strategy() -> BoxedStrategy<Self> {
+        any::<i64>().boxed()
+    }
+}
+
+impl Generate for bool {
+    fn strategy() -> BoxedStrategy<Self> {
+        any::<bool>().boxed()
+    }
+}
+
+impl Generate for Option<bool> {
+    fn strategy() -> BoxedStrategy<Self> {
+        proptest::option::of(any::<bool>()).boxed()
+    }
+}
+
+impl Generate for Option<String> {
+    fn strategy() -> BoxedStrategy<Self> {
+        proptest::option::of(prop_oneof![
+            Just(String::new()),
+            "[/a-z0-9_-]{1,24}",
+            "\\PC{0,12}",
+        ])
+        .boxed()
+    }
+}
+
+impl Generate for Option<Bytes> {
+    fn strategy() -> BoxedStrategy<Self> {
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..64).prop_map(Bytes::from))
+            .boxed()
+    }
+}
+
+impl<T: Generate + 'static> Generate for Option<Vec<T>> {
+    fn strategy() -> BoxedStrategy<Self> {
+        proptest::option::of(proptest::collection::vec(T::strategy(), 0..6)).boxed()
+    }
+}
+
+#[cfg(test)]
+pub(crate) use checks::check_properties;
+
+#[cfg(test)]
+mod checks {
+    use proptest::test_runner::{Config, TestRunner};
+
+    use super::*;
+    use crate::reader::{Decode, Encode, decode_exact};
+
+    /// For every generated value of `T`: decoding its encoding gives it back, `encoded_len` is
+    /// exact, every strict prefix of the encoding fails to decode, and arbitrary bytes decode
+    /// to a value or an error, never a panic.
+    pub(crate) fn check_properties<T>()
+    where
+        T: Generate + Encode + Decode + PartialEq + Clone + 'static,
+    {
+        let mut runner = TestRunner::new(Config {
+            cases: 128,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(&T::strategy(), |value| {
+                let bytes = value.to_bytes();
+                prop_assert_eq!(bytes.len(), value.encoded_len());
+                let decoded = decode_exact::<T>(bytes.clone());
+                prop_assert_eq!(decoded.as_ref(), Ok(&value));
+                for cut in 0..bytes.len() {
+                    let truncated = decode_exact::<T>(bytes.slice(..cut));
+                    // A record ending in an optional trailing field (ConnectResponse's readOnly)
+                    // stays valid when exactly that field is cut.
+                    if let Ok(shorter) = truncated {
+                        prop_assert!(
+                            shorter.encoded_len() == cut,
+                            "prefix of {} bytes decoded to a different value: {:?}",
+                            cut,
+                            shorter
+                        );
+                        prop_assert!(cut + 1 == bytes.len());
+                    }
+                }
+                let mut extended = bytes.to_vec();
+                extended.push(0);
+                // A trailing byte is never silently dropped: it is an error, or (after an
+                // absent optional trailing field) it becomes that field.
+                prop_assert_ne!(decode_exact::<T>(Bytes::from(extended)).ok(), Some(value));
+                Ok(())
+            })
+            .unwrap();
+        runner
+            .run(&proptest::collection::vec(any::<u8>(), 0..256), |raw| {
+                if let Ok(value) = decode_exact::<T>(Bytes::from(raw)) {
+                    // Whatever decodes must encode again (not necessarily to the same bytes:
+                    // a multi end marker's ignored fields, for one).
+                    let _ = value.to_bytes();
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
