@@ -39,6 +39,8 @@ pub mod codes;
 mod error;
 #[cfg(feature = "frame")]
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod message;
 pub mod multi;
 pub mod primitive;

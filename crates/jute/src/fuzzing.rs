@@ -1,0 +1,857 @@
+//! The checks behind the fuzz targets in `fuzz/`, one per decode entry point a ZooKeeper server
+//! can reach: the frame codec, the connect response, every reply and notification by op code,
+//! watcher events, multi responses, and every record by name.
+//!
+//! **This module is for fuzzing and tests, not a stable API.** Each check takes arbitrary bytes
+//! and **panics when it finds a bug, by design**: a panic inside the codec, an allocation sized
+//! by an untrusted length, or a successful decode that does not encode back the way the codec
+//! promises (byte for byte, except for the fields its decoders document as ignored). Decoding
+//! errors are the expected outcome for most inputs and are not reported.
+//!
+//! The fuzz targets are one-liners over these functions (`cargo +nightly fuzz run <target>`
+//! from the repository root), and `tests/fuzz_corpus.rs` replays the checked-in corpus through
+//! them on stable Rust. Each function documents its input format; [`seed_corpus`] maps the
+//! conformance vectors to those formats (`scripts/seed-fuzz-corpus.sh`).
+
+use std::cell::Cell;
+use std::fmt::Debug;
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use crate::codes::{ErrorCode, EventType, KeeperState, OpCode, xid};
+use crate::message::{Response, ServerMessage};
+use crate::multi::{MultiResponse, MultiResult};
+use crate::reader::{Decode, Encode, decode_exact};
+use crate::records::{
+    ConnectResponse, CreateResponse, MultiHeader, RECORD_NAMES, ReplyHeader, SetDataResponse, Stat,
+    WatcherEvent, reencode_named,
+};
+
+/// Every fuzz target, by name: each is a function of this module and a file
+/// `fuzz/fuzz_targets/<name>.rs`, and has a corpus in `fuzz/corpus/<name>/`.
+pub const TARGETS: &[&str] = &[
+    "frame_decoder",
+    "connect_response",
+    "server_message",
+    "watcher_event",
+    "multi_response",
+    "record_by_name",
+];
+
+/// Runs the check of the fuzz target `target` on `data`; `false` if there is no such target
+/// (`frame_decoder` needs the `frame` feature).
+///
+/// # Panics
+///
+/// When the check finds a bug, as the target's function does.
+pub fn run(target: &str, data: &[u8]) -> bool {
+    match target {
+        #[cfg(feature = "frame")]
+        "frame_decoder" => frame_decoder(data),
+        "connect_response" => connect_response(data),
+        "server_message" => server_message(data),
+        "watcher_event" => watcher_event(data),
+        "multi_response" => multi_response(data),
+        "record_by_name" => record_by_name(data),
+        _ => return false,
+    }
+    true
+}
+
+/// The length prefix of a frame.
+#[cfg(feature = "frame")]
+const PREFIX_LEN: usize = 4;
+
+/// Feeds a byte stream to [`crate::FrameCodec`]'s `tokio_util` decoder in chunks, and checks
+/// it against a reference splitter.
+///
+/// Input: a config byte, a chunking byte, then the stream. The config byte's high bit selects
+/// the [default maximum](crate::DEFAULT_MAX_FRAME_LEN); otherwise its value (0 to 127) is the
+/// maximum frame length. A chunking byte of 0 feeds the stream at once; `n` feeds it in
+/// pseudo-random chunks of 1 to `n` bytes, calling the decoder until it wants more after each.
+///
+/// # Panics
+///
+/// When the decoder panics, yields other frames than the reference (or a frame over the
+/// maximum), fails elsewhere or otherwise, consumes bytes while asking for more, reserves
+/// buffer space for a frame it rejects, grows the buffer beyond what the input and the maximum
+/// justify, or when the encoder does not reproduce the consumed bytes from the frames.
+#[cfg(feature = "frame")]
+pub fn frame_decoder(data: &[u8]) {
+    use bytes::BytesMut;
+    use tokio_util::codec::{Decoder, Encoder};
+
+    use crate::frame::{FrameCodec, FrameError};
+
+    let [config, chunking, stream @ ..] = data else {
+        return;
+    };
+    let mut codec = if config & 0x80 == 0 {
+        FrameCodec::with_max_frame_len(usize::from(*config))
+    } else {
+        FrameCodec::new()
+    };
+    let max = codec.max_frame_len();
+    let (expected_frames, expected_end) = split_frames(stream, max);
+    // The decoder may reserve room for one frame of at most `max` bytes beyond what it holds; the
+    // buffer holds at most the stream, and `BytesMut` may double its allocation and keep up to
+    // the consumed bytes in front. Anything beyond was sized by an untrusted length.
+    let capacity_bound = 2 * (3 * stream.len() + PREFIX_LEN + max) + 64;
+
+    let mut buf = BytesMut::new();
+    let mut frames = Vec::new();
+    let mut failure = None;
+    'feed: for chunk in chunks(stream, *chunking) {
+        buf.extend_from_slice(chunk);
+        loop {
+            let (len, capacity) = (buf.len(), buf.capacity());
+            match codec.decode(&mut buf) {
+                Ok(Some(frame)) => {
+                    assert!(
+                        frame.len() <= max,
+                        "frame of {} bytes, max {max}",
+                        frame.len()
+                    );
+                    assert_eq!(buf.len(), len - PREFIX_LEN - frame.len(), "bytes lost");
+                    frames.push(frame);
+                }
+                Ok(None) => {
+                    assert_eq!(buf.len(), len, "bytes consumed by a decode that wants more");
+                    assert!(
+                        buf.capacity() <= capacity_bound,
+                        "buffer grew to {} bytes for a {}-byte stream with max frame {max}",
+                        buf.capacity(),
+                        stream.len(),
+                    );
+                    break;
+                }
+                Err(error) => {
+                    assert_eq!(buf.capacity(), capacity, "reserved for a rejected frame");
+                    failure = Some(error);
+                    break 'feed;
+                }
+            }
+        }
+    }
+
+    assert_eq!(
+        frames.len(),
+        expected_frames.len(),
+        "frames decoded from {}",
+        hex(stream)
+    );
+    for (frame, expected) in frames.iter().zip(&expected_frames) {
+        assert!(
+            frame == expected,
+            "frame {} is not {}",
+            hex(frame),
+            hex(expected)
+        );
+    }
+    match (failure, expected_end) {
+        (None, End::Incomplete(rest)) => {
+            assert!(buf == rest, "left {}, expected {}", hex(&buf), hex(rest));
+            // At the end of the stream, leftover bytes are an error and nothing is a frame.
+            match codec.decode_eof(&mut buf) {
+                Ok(None) => assert!(rest.is_empty(), "decode_eof accepted leftover bytes"),
+                Err(FrameError::Io(_)) => assert!(!rest.is_empty(), "decode_eof failed"),
+                other => panic!("decode_eof on {} gave {other:?}", hex(rest)),
+            }
+        }
+        (Some(FrameError::NegativeLength(len)), End::Negative(expected)) => {
+            assert_eq!(len, expected);
+        }
+        (Some(FrameError::TooLong { len, max: limit }), End::TooLong(expected)) => {
+            assert_eq!((len, limit), (expected, max));
+        }
+        (failure, end) => panic!("the decoder ended with {failure:?}, the reference with {end:?}"),
+    }
+
+    // The encoder writes the same prefixes back.
+    let consumed: usize = frames.iter().map(|frame| PREFIX_LEN + frame.len()).sum();
+    let mut encoded = BytesMut::new();
+    for frame in &frames {
+        codec
+            .encode(Raw(frame), &mut encoded)
+            .expect("a decoded frame must encode again");
+    }
+    assert!(
+        encoded == stream[..consumed],
+        "frames encode as {}, were {}",
+        hex(&encoded),
+        hex(&stream[..consumed])
+    );
+}
+
+/// How a reference split of a frame stream ends.
+#[cfg(feature = "frame")]
+#[derive(Debug)]
+enum End<'a> {
+    /// The stream ends inside the prefix or the body of a frame (or between frames): the rest.
+    Incomplete(&'a [u8]),
+    /// A negative length prefix.
+    Negative(i32),
+    /// A length over the maximum.
+    TooLong(usize),
+}
+
+/// Splits a stream of length-prefixed frames the simplest way, for [`frame_decoder`].
+#[cfg(feature = "frame")]
+fn split_frames(mut stream: &[u8], max: usize) -> (Vec<&[u8]>, End<'_>) {
+    let mut frames = Vec::new();
+    loop {
+        let Some((prefix, rest)) = stream.split_first_chunk::<PREFIX_LEN>() else {
+            return (frames, End::Incomplete(stream));
+        };
+        let declared = i32::from_be_bytes(*prefix);
+        let Ok(len) = usize::try_from(declared) else {
+            return (frames, End::Negative(declared));
+        };
+        if len > max {
+            return (frames, End::TooLong(len));
+        }
+        if rest.len() < len {
+            return (frames, End::Incomplete(stream));
+        }
+        let (frame, rest) = rest.split_at(len);
+        frames.push(frame);
+        stream = rest;
+    }
+}
+
+/// Cuts `stream` into chunks of 1 to `seed` bytes (pseudo-random, deterministic), or one chunk
+/// if `seed` is 0.
+#[cfg(feature = "frame")]
+fn chunks(mut stream: &[u8], seed: u8) -> impl Iterator<Item = &[u8]> {
+    let mut state = u32::from(seed);
+    std::iter::from_fn(move || {
+        if stream.is_empty() {
+            return None;
+        }
+        let size = if seed == 0 {
+            stream.len()
+        } else {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            1 + (state >> 16) as usize % usize::from(seed)
+        };
+        let (chunk, rest) = stream.split_at(size.min(stream.len()));
+        stream = rest;
+        Some(chunk)
+    })
+}
+
+/// Raw bytes as an [`Encode`] value: a frame body without a length prefix of its own.
+#[cfg(feature = "frame")]
+struct Raw<'a>(&'a [u8]);
+
+#[cfg(feature = "frame")]
+impl Encode for Raw<'_> {
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+    fn encode<B: bytes::BufMut>(&self, buf: &mut B) {
+        buf.put_slice(self.0);
+    }
+}
+
+/// Decodes a [`ConnectResponse`], the first frame a server sends, both with and without the
+/// trailing `readOnly` byte that servers before 3.4 omit.
+///
+/// Input: the frame body.
+///
+/// # Panics
+///
+/// When decoding panics; when a decoded response does not encode back to the input; when the
+/// same response with the `readOnly` byte removed (if present) or appended as 0 or 1 (if
+/// absent) does not decode to the same fields, or decodes with any other appended byte.
+pub fn connect_response(data: &[u8]) {
+    let Ok(response) = decode_exact::<ConnectResponse>(Bytes::copy_from_slice(data)) else {
+        return;
+    };
+    assert_reencodes(data, &response);
+    if response.read_only.is_some() {
+        let short = &data[..data.len() - 1];
+        let old = decode_exact::<ConnectResponse>(Bytes::copy_from_slice(short))
+            .expect("a ConnectResponse without its readOnly byte must decode");
+        let expected = ConnectResponse {
+            read_only: None,
+            ..response.clone()
+        };
+        assert_eq!(old, expected);
+        assert_reencodes(short, &old);
+    } else {
+        for flag in [false, true] {
+            let mut long = data.to_vec();
+            long.push(u8::from(flag));
+            let new = decode_exact::<ConnectResponse>(Bytes::copy_from_slice(&long))
+                .expect("a ConnectResponse with a readOnly byte appended must decode");
+            let expected = ConnectResponse {
+                read_only: Some(flag),
+                ..response.clone()
+            };
+            assert_eq!(new, expected);
+            assert_reencodes(&long, &new);
+        }
+        let mut bad = data.to_vec();
+        bad.push(2);
+        assert!(
+            decode_exact::<ConnectResponse>(Bytes::from(bad)).is_err(),
+            "readOnly byte 2 accepted"
+        );
+    }
+}
+
+/// Decodes a server frame after the connect response with [`ServerMessage::decode`]: the reply
+/// header, then a notification or the body for the request's op code.
+///
+/// Input: the op code of the request the frame answers (4 bytes, big-endian), then the frame
+/// body.
+///
+/// # Panics
+///
+/// When decoding panics; when the op code is asked for on a notification or an error reply,
+/// or not asked for the header's xid on a successful one; when the body disagrees with
+/// [`Response::decode`]; when the message does not encode back to the input: exactly for
+/// notifications and successful replies, the header alone for error replies (whose body is
+/// ignored), and up to the ignored multi header fields for multi replies.
+pub fn server_message(data: &[u8]) {
+    let Some((op, frame)) = data.split_first_chunk::<4>() else {
+        return;
+    };
+    let op = OpCode(i32::from_be_bytes(*op));
+    let asked = Cell::new(None);
+    let decoded = ServerMessage::decode(Bytes::copy_from_slice(frame), |xid| {
+        asked.set(Some(xid));
+        op
+    });
+    let Ok(message) = decoded else {
+        return;
+    };
+    let (header_bytes, body_bytes) = frame.split_at(ReplyHeader::MIN_LEN);
+    let header = decode_exact::<ReplyHeader>(Bytes::copy_from_slice(header_bytes))
+        .expect("a frame that decodes starts with a reply header");
+    match &message {
+        ServerMessage::Notification(decoded_header, _) => {
+            assert_eq!(decoded_header, &header);
+            assert_eq!(
+                header.xid,
+                xid::NOTIFICATION,
+                "notification with another xid"
+            );
+            assert_eq!(asked.get(), None, "op code asked for a notification");
+            assert_reencodes(frame, &message);
+        }
+        ServerMessage::Reply {
+            header: decoded_header,
+            body: None,
+        } => {
+            assert_eq!(decoded_header, &header);
+            assert_ne!(
+                header.xid,
+                xid::NOTIFICATION,
+                "notification xid decoded as reply"
+            );
+            assert_ne!(header.err, ErrorCode::OK, "successful reply without a body");
+            assert_eq!(asked.get(), None, "op code asked for an error reply");
+            assert_reencodes(header_bytes, &message);
+        }
+        ServerMessage::Reply {
+            header: decoded_header,
+            body: Some(body),
+        } => {
+            assert_eq!(decoded_header, &header);
+            assert_ne!(
+                header.xid,
+                xid::NOTIFICATION,
+                "notification xid decoded as reply"
+            );
+            assert_eq!(header.err, ErrorCode::OK, "error reply with a body");
+            assert_eq!(
+                asked.get(),
+                Some(header.xid),
+                "op code not asked for the xid"
+            );
+            let alone = Response::decode(op, Bytes::copy_from_slice(body_bytes));
+            assert_eq!(alone.as_ref(), Ok(body), "Response::decode disagrees");
+            if let Response::Multi(multi) = body {
+                assert_reencodes(header_bytes, &header);
+                assert_multi_reencodes(body_bytes, multi);
+            } else {
+                assert_reencodes(frame, &message);
+            }
+        }
+    }
+}
+
+/// Decodes a [`WatcherEvent`], alone and as the body of a notification frame.
+///
+/// Input: the event's encoding.
+///
+/// # Panics
+///
+/// When decoding panics; when the two decodings disagree; when the event does not encode back
+/// to the input.
+pub fn watcher_event(data: &[u8]) {
+    let alone = decode_exact::<WatcherEvent>(Bytes::copy_from_slice(data));
+    let header = ReplyHeader {
+        xid: xid::NOTIFICATION,
+        zxid: -1,
+        err: ErrorCode::OK,
+    };
+    let mut frame = header.to_bytes().to_vec();
+    frame.extend_from_slice(data);
+    let notification = ServerMessage::decode(Bytes::from(frame), |xid| {
+        panic!("op code asked for xid {xid} of a notification")
+    });
+    match (alone, notification) {
+        (Ok(event), Ok(ServerMessage::Notification(decoded_header, notified))) => {
+            assert_eq!(decoded_header, header);
+            assert_eq!(notified, event);
+            assert_reencodes(data, &event);
+        }
+        (Err(_), Err(_)) => {}
+        (alone, notification) => {
+            panic!("WatcherEvent decodes as {alone:?} alone, as {notification:?} in a frame")
+        }
+    }
+}
+
+/// Decodes a [`MultiResponse`], the body of the reply to multi and multiRead.
+///
+/// Input: the body.
+///
+/// # Panics
+///
+/// When decoding panics; when [`Response::decode`] disagrees for multi or multiRead; when the
+/// response does not encode back to the input up to the header fields the decoder ignores (see
+/// the private `assert_multi_reencodes`), or the encoding does not decode to the same response.
+pub fn multi_response(data: &[u8]) {
+    let alone = decode_exact::<MultiResponse>(Bytes::copy_from_slice(data));
+    for op in [OpCode::MULTI, OpCode::MULTI_READ] {
+        let reply = Response::decode(op, Bytes::copy_from_slice(data));
+        assert_eq!(
+            reply.ok(),
+            alone.clone().ok().map(Response::Multi),
+            "Response::decode({op}) disagrees with decode_exact::<MultiResponse>"
+        );
+    }
+    if let Ok(response) = alone {
+        assert_multi_reencodes(data, &response);
+    }
+}
+
+/// Decodes and re-encodes a record by its reference class name with [`reencode_named`].
+///
+/// Input: an index into [`RECORD_NAMES`] (one byte, modulo the number of records), then the
+/// record's encoding.
+///
+/// # Panics
+///
+/// When decoding panics, when [`reencode_named`] does not know a name of [`RECORD_NAMES`], or
+/// when a decoded record does not encode back to the input byte for byte.
+pub fn record_by_name(data: &[u8]) {
+    let Some((&index, bytes)) = data.split_first() else {
+        return;
+    };
+    let name = RECORD_NAMES[usize::from(index) % RECORD_NAMES.len()];
+    match reencode_named(name, Bytes::copy_from_slice(bytes)) {
+        None => panic!("{name} is in RECORD_NAMES, but reencode_named does not know it"),
+        Some(Err(_)) => {}
+        Some(Ok(output)) => assert!(
+            output == bytes,
+            "{name} decoded from {} re-encodes as {}",
+            hex(bytes),
+            hex(&output)
+        ),
+    }
+}
+
+/// Encodes `value`, checking that [`Encode::encoded_len`] agrees with what is written.
+fn encode_checked<T: Encode + Debug>(value: &T) -> Bytes {
+    let bytes = value.to_bytes();
+    assert_eq!(
+        bytes.len(),
+        value.encoded_len(),
+        "encoded_len disagrees with encode for {value:?}"
+    );
+    bytes
+}
+
+/// Checks that `value`, decoded from `input`, encodes back to exactly `input`.
+fn assert_reencodes<T: Encode + Debug>(input: &[u8], value: &T) {
+    let output = encode_checked(value);
+    assert!(
+        output == input,
+        "{value:?} decoded from {} re-encodes as {}",
+        hex(input),
+        hex(&output)
+    );
+}
+
+/// Checks a multi body decoded from `input` against its encoding.
+///
+/// The decoder ignores the `err` field of every result header (an error result's code is read
+/// from its ErrorResponse, as the Java client does) and the type and `err` of the end marker,
+/// so only those bytes may differ; every other byte, including each header's type and `done`
+/// flag, must be reproduced, and the encoding must decode to the same response.
+fn assert_multi_reencodes(input: &[u8], response: &MultiResponse) {
+    let output = encode_checked(response);
+    assert_eq!(
+        output.len(),
+        input.len(),
+        "{response:?} decoded from {} re-encodes as {}",
+        hex(input),
+        hex(&output)
+    );
+    let header_len = MultiHeader::MIN_LEN;
+    let mut at = 0;
+    for result in &response.results {
+        // Type (4 bytes) and done (1 byte); the err field (4 bytes) is not read.
+        assert_same(input, &output, at..at + 5, result);
+        at += header_len;
+        let body = result.encoded_len();
+        assert_same(input, &output, at..at + body, result);
+        at += body;
+    }
+    assert_eq!(at + header_len, input.len(), "end marker not last");
+    assert_eq!(input[at + 4], 1, "end marker without done");
+    let again = decode_exact::<MultiResponse>(output).expect("a multi re-encoding must decode");
+    assert_eq!(&again, response, "a multi re-encoding decodes differently");
+}
+
+/// Checks that `input` and `output` agree on `range`, the encoding of `result`.
+fn assert_same(input: &[u8], output: &[u8], range: Range<usize>, result: &MultiResult) {
+    assert!(
+        input[range.clone()] == output[range.clone()],
+        "{result:?} at {range:?}: decoded from {}, re-encoded as {}",
+        hex(input),
+        hex(output)
+    );
+}
+
+/// Lowercase hex, for failure messages.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Conformance vectors longer than this many bytes are not used as seeds: they would only slow
+/// the fuzzer down (the smoke run uses `-max_len=8192`).
+pub const MAX_SEED_VECTOR_LEN: usize = 4096;
+
+/// The op code whose reply body is each response record, for [`seed_corpus`].
+const RESPONSE_OPS: &[(&str, OpCode)] = &[
+    ("proto.CreateResponse", OpCode::CREATE),
+    ("proto.Create2Response", OpCode::CREATE2),
+    ("proto.ExistsResponse", OpCode::EXISTS),
+    ("proto.GetDataResponse", OpCode::GET_DATA),
+    ("proto.SetDataResponse", OpCode::SET_DATA),
+    ("proto.GetACLResponse", OpCode::GET_ACL),
+    ("proto.SetACLResponse", OpCode::SET_ACL),
+    ("proto.GetChildrenResponse", OpCode::GET_CHILDREN),
+    ("proto.GetChildren2Response", OpCode::GET_CHILDREN2),
+    ("proto.SyncResponse", OpCode::SYNC),
+    (
+        "proto.GetAllChildrenNumberResponse",
+        OpCode::GET_ALL_CHILDREN_NUMBER,
+    ),
+    ("proto.GetEphemeralsResponse", OpCode::GET_EPHEMERALS),
+    ("proto.ErrorResponse", OpCode::ADD_WATCH),
+    ("proto.WhoAmIResponse", OpCode::WHO_AM_I),
+    ("proto.SetSASLResponse", OpCode::SASL),
+    ("MultiResponse", OpCode::MULTI),
+];
+
+/// Maps conformance vectors to fuzz inputs, as `(target, input)` pairs in each target's input
+/// format, plus a few inputs built here so that every target has seeds.
+///
+/// `vectors` is the text of `crates/jute/tests/conformance/vectors.txt`: lines starting with
+/// `#` and blank lines are skipped, every other line is `<jute-name> <case-label> <hex>`. Each
+/// vector seeds `record_by_name` (if its name is in [`RECORD_NAMES`]) and `frame_decoder` (as
+/// a frame); connect responses, watcher events, reply headers, response bodies and multi
+/// responses also seed the targets that decode them. Vectors over [`MAX_SEED_VECTOR_LEN`]
+/// bytes are skipped.
+///
+/// # Errors
+///
+/// A line that is not a name, a label and an even number of hex digits, by line number.
+pub fn seed_corpus(vectors: &str) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
+    let mut seeds = handmade_seeds();
+    for (number, line) in vectors.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (name, hex_text) = match fields[..] {
+            [name, _label, hex_text] => (name, hex_text),
+            // A vector of zero bytes has no hex field.
+            [name, _label] => (name, ""),
+            _ => {
+                return Err(format!(
+                    "line {}: expected `<name> <label> <hex>`",
+                    number + 1
+                ));
+            }
+        };
+        if hex_text.len() > 2 * MAX_SEED_VECTOR_LEN {
+            continue;
+        }
+        let bytes = unhex(hex_text).ok_or_else(|| format!("line {}: bad hex", number + 1))?;
+        seeds.extend(vector_seeds(name, &bytes));
+    }
+    Ok(seeds)
+}
+
+/// The seeds of one conformance vector.
+fn vector_seeds(name: &str, bytes: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    let mut seeds = Vec::new();
+    if let Some(index) = RECORD_NAMES.iter().position(|known| *known == name) {
+        let index = u8::try_from(index).expect("fewer than 256 records");
+        seeds.push(("record_by_name", concat(&[&[index], bytes])));
+    }
+    // As one frame, at once or in chunks (chosen by length, so that seeds vary).
+    let chunking = (bytes.len() % 16) as u8;
+    seeds.push(("frame_decoder", concat(&[&[0x80, chunking], &frame(bytes)])));
+    let reply = |xid, err| {
+        ReplyHeader {
+            xid,
+            zxid: 0x1_0000_0002,
+            err,
+        }
+        .to_bytes()
+    };
+    match name {
+        "proto.ConnectResponse" => seeds.push(("connect_response", bytes.to_vec())),
+        "proto.WatcherEvent" => {
+            seeds.push(("watcher_event", bytes.to_vec()));
+            let header = reply(xid::NOTIFICATION, ErrorCode::OK);
+            seeds.push(("server_message", concat(&[&op(OpCode(0)), &header, bytes])));
+        }
+        "proto.ReplyHeader" => {
+            // A header alone is a reply to a request without a response body, or an error.
+            let op_code = match decode_exact::<ReplyHeader>(Bytes::copy_from_slice(bytes)) {
+                Ok(header) if header.xid == xid::PING => OpCode::PING,
+                Ok(header) if header.xid == xid::AUTH => OpCode::AUTH,
+                Ok(header) if header.xid == xid::SET_WATCHES => OpCode::SET_WATCHES,
+                _ => OpCode::DELETE,
+            };
+            seeds.push(("server_message", concat(&[&op(op_code), bytes])));
+        }
+        "MultiResponse" => seeds.push(("multi_response", bytes.to_vec())),
+        _ => {}
+    }
+    if let Some((_, op_code)) = RESPONSE_OPS.iter().find(|(known, _)| *known == name) {
+        let header = reply(1, ErrorCode::OK);
+        seeds.push(("server_message", concat(&[&op(*op_code), &header, bytes])));
+    }
+    seeds
+}
+
+/// Seeds built with this crate's encoder, so that every target has some even without vectors.
+fn handmade_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let stat = Stat {
+        czxid: 2,
+        mzxid: 3,
+        ctime: 1_700_000_000_000,
+        mtime: 1_700_000_000_001,
+        version: 1,
+        data_length: 2,
+        pzxid: 2,
+        ..Stat::default()
+    };
+    let connect = ConnectResponse {
+        protocol_version: 0,
+        time_out: 30_000,
+        session_id: 0x0100_0000_0000_0001,
+        passwd: Some(Bytes::from_static(&[7; 16])),
+        read_only: Some(false),
+    };
+    let old_connect = ConnectResponse {
+        read_only: None,
+        ..connect.clone()
+    };
+    let event = WatcherEvent {
+        event_type: EventType::NODE_DATA_CHANGED,
+        state: KeeperState::SYNC_CONNECTED,
+        path: Some("/a".into()),
+    };
+    let notification = ReplyHeader {
+        xid: xid::NOTIFICATION,
+        zxid: -1,
+        err: ErrorCode::OK,
+    };
+    let ping = ReplyHeader {
+        xid: xid::PING,
+        zxid: 5,
+        err: ErrorCode::OK,
+    };
+    let no_node = ReplyHeader {
+        xid: 7,
+        zxid: 5,
+        err: ErrorCode::NO_NODE,
+    };
+    let ok = ReplyHeader {
+        xid: 8,
+        zxid: 6,
+        err: ErrorCode::OK,
+    };
+    let multi = MultiResponse {
+        results: vec![
+            MultiResult::Create(CreateResponse {
+                path: Some("/a".into()),
+            }),
+            MultiResult::Delete,
+            MultiResult::SetData(SetDataResponse { stat: stat.clone() }),
+            MultiResult::Check,
+        ],
+    };
+    let failed = MultiResponse {
+        results: vec![
+            MultiResult::Error(ErrorCode::OK),
+            MultiResult::Error(ErrorCode::BAD_VERSION),
+            MultiResult::Error(ErrorCode::RUNTIME_INCONSISTENCY),
+        ],
+    };
+    let stat_index = RECORD_NAMES
+        .iter()
+        .position(|name| *name == "data.Stat")
+        .and_then(|index| u8::try_from(index).ok())
+        .unwrap_or(0);
+    let ping_frame = ping.to_bytes().to_vec();
+    vec![
+        (
+            "frame_decoder",
+            concat(&[&[16, 3], &frame(&ping_frame), &frame(&[0; 20])]),
+        ),
+        ("frame_decoder", concat(&[&[0x80, 0], &[0xff; 4]])),
+        (
+            "frame_decoder",
+            concat(&[&[0x80, 1], &frame(&[]), &frame(&ping_frame), &[0, 0]]),
+        ),
+        ("connect_response", connect.to_bytes().to_vec()),
+        ("connect_response", old_connect.to_bytes().to_vec()),
+        ("watcher_event", event.to_bytes().to_vec()),
+        (
+            "server_message",
+            concat(&[&op(OpCode(0)), &notification.to_bytes(), &event.to_bytes()]),
+        ),
+        ("server_message", concat(&[&op(OpCode::PING), &ping_frame])),
+        (
+            "server_message",
+            concat(&[&op(OpCode::GET_DATA), &no_node.to_bytes()]),
+        ),
+        (
+            "server_message",
+            concat(&[&op(OpCode::MULTI), &ok.to_bytes(), &failed.to_bytes()]),
+        ),
+        ("multi_response", multi.to_bytes().to_vec()),
+        ("multi_response", failed.to_bytes().to_vec()),
+        ("record_by_name", concat(&[&[stat_index], &stat.to_bytes()])),
+    ]
+}
+
+/// An op code prefix, as [`server_message`] reads it.
+fn op(op_code: OpCode) -> [u8; 4] {
+    op_code.0.to_be_bytes()
+}
+
+/// `body` with its frame length prefix.
+fn frame(body: &[u8]) -> Vec<u8> {
+    let len = i32::try_from(body.len()).expect("seed frames are small");
+    concat(&[&len.to_be_bytes(), body])
+}
+
+fn concat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// Parses lowercase (or uppercase) hex with an even number of digits.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `run` knows `target` in this build.
+    fn known(target: &str) -> bool {
+        cfg!(feature = "frame") || target != "frame_decoder"
+    }
+
+    #[test]
+    fn handmade_seeds_pass_every_check() {
+        for (target, input) in handmade_seeds() {
+            assert_eq!(run(target, &input), known(target), "{target}");
+        }
+    }
+
+    #[test]
+    fn every_handmade_reply_decodes() {
+        for (target, input) in handmade_seeds() {
+            if target == "server_message" {
+                let frame = Bytes::copy_from_slice(&input[4..]);
+                let op = OpCode(i32::from_be_bytes([input[0], input[1], input[2], input[3]]));
+                assert!(ServerMessage::decode(frame, |_| op).is_ok(), "{input:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn seeds_vectors_by_name() {
+        let vectors = format!(
+            "# name label hex\ndata.Stat zero {}\nproto.SyncResponse root 000000012f\n\n\
+             MultiResponse empty ffffffff01ffffffff\n",
+            "00".repeat(68)
+        );
+        let seeds = seed_corpus(&vectors).unwrap();
+        let count = |target| seeds.iter().filter(|(t, _)| *t == target).count();
+        let handmade = handmade_seeds();
+        let handmade_count = |target| handmade.iter().filter(|(t, _)| *t == target).count();
+        assert_eq!(
+            count("record_by_name"),
+            handmade_count("record_by_name") + 2
+        );
+        assert_eq!(count("frame_decoder"), handmade_count("frame_decoder") + 3);
+        assert_eq!(
+            count("multi_response"),
+            handmade_count("multi_response") + 1
+        );
+        assert_eq!(
+            count("server_message"),
+            handmade_count("server_message") + 2
+        );
+        for (target, input) in &seeds {
+            assert_eq!(run(target, input), known(target), "{target}");
+        }
+        let sync = concat(&[
+            &op(OpCode::SYNC),
+            &[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0],
+            &[0, 0, 0, 1, b'/'],
+        ]);
+        assert!(seeds.contains(&("server_message", sync)));
+    }
+
+    #[test]
+    fn rejects_malformed_vector_lines() {
+        assert!(seed_corpus("data.Stat\n").is_err());
+        assert!(seed_corpus("data.Stat x 0\n").is_err());
+        assert!(seed_corpus("data.Stat x zz\n").is_err());
+    }
+
+    #[cfg(feature = "frame")]
+    #[test]
+    fn frame_decoder_reports_leftovers_and_errors_like_the_reference() {
+        // Two frames and a partial one, fed a byte at a time; then a negative length.
+        frame_decoder(&[0x80, 1, 0, 0, 0, 1, 9, 0, 0, 0, 0, 0, 0]);
+        frame_decoder(&[5, 2, 0, 0, 0, 1, 9, 0, 0, 0, 6, 1]);
+        frame_decoder(&[0x80, 0, 0xff, 0xff, 0xff, 0xfe, 1]);
+    }
+}

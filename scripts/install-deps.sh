@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs what the integration tests and the conformance generator need on Debian:
+#   - a Java runtime (`java`)                      -> default-jre-headless
+#   - a Java compiler (`javac`)                    -> default-jdk-headless
+#   - Apache ZooKeeper 3.8 jars in /usr/share/java -> zookeeper (zookeeper.jar, zookeeper-jute.jar, ...)
+# Idempotent: when everything is present it only says so and exits.
+# When ZK_CLASSPATH is set, the ZooKeeper jars are taken from there and are not checked or installed.
+set -euo pipefail
+
+JAR_DIR=/usr/share/java
+PACKAGES=(default-jre-headless default-jdk-headless zookeeper)
+
+missing=()
+command -v java >/dev/null 2>&1 || missing+=("java")
+command -v javac >/dev/null 2>&1 || missing+=("javac")
+if [[ -z "${ZK_CLASSPATH:-}" ]]; then
+    for jar in zookeeper.jar zookeeper-jute.jar; do
+        [[ -f "$JAR_DIR/$jar" ]] || missing+=("$JAR_DIR/$jar")
+    done
+fi
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "install-deps: java, javac and the ZooKeeper jars are present; nothing to do."
+    exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: apt-get not found; install a JDK 17 and Apache ZooKeeper 3.8 by hand," >&2
+    echo "install-deps: then point ZK_CLASSPATH at the ZooKeeper jars (e.g. '/opt/zookeeper/lib/*')." >&2
+    exit 1
+fi
+
+SUDO=()
+if [[ "$(id -u)" -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO=(sudo)
+    else
+        echo "install-deps: not root and sudo is not available; run as root:" >&2
+        echo "install-deps:   apt-get update && apt-get install -y ${PACKAGES[*]}" >&2
+        exit 1
+    fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+APT_OPTS=(-o DPkg::Lock::Timeout=300)
+
+echo "install-deps: running: ${SUDO[*]:+${SUDO[*]} }apt-get update"
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" update -q
+echo "install-deps: running: ${SUDO[*]:+${SUDO[*]} }apt-get install -y --no-install-recommends ${PACKAGES[*]}"
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends "${PACKAGES[@]}"
+
+still_missing=()
+command -v java >/dev/null 2>&1 || still_missing+=("java")
+command -v javac >/dev/null 2>&1 || still_missing+=("javac")
+if [[ -z "${ZK_CLASSPATH:-}" ]]; then
+    for jar in zookeeper.jar zookeeper-jute.jar; do
+        [[ -f "$JAR_DIR/$jar" ]] || still_missing+=("$JAR_DIR/$jar")
+    done
+fi
+if [[ ${#still_missing[@]} -ne 0 ]]; then
+    echo "install-deps: still missing after install: ${still_missing[*]}" >&2
+    exit 1
+fi
+echo "install-deps: installed ${PACKAGES[*]}; java: $(command -v java), javac: $(command -v javac)"

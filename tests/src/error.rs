@@ -1,0 +1,99 @@
+//! The kit's error type.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// What to do when Java or ZooKeeper is missing; part of every [`Error::NotInstalled`] message.
+pub const INSTALL_HINT: &str = "run `scripts/install-deps.sh` (Debian: apt-get install -y \
+     default-jre-headless default-jdk-headless zookeeper), or point ZK_CLASSPATH at the \
+     ZooKeeper 3.8 jars and ZK_JAVA at a java binary";
+
+/// Result with the kit's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of the test kit.
+///
+/// `Debug` prints the same text as `Display`, so `.unwrap()`/`.expect()` in a test show the
+/// readable message (with the install hint or the server's log tail).
+#[non_exhaustive]
+pub enum Error {
+    /// Java or the ZooKeeper jars were not found. The message says to run `scripts/install-deps.sh`.
+    NotInstalled {
+        /// What is missing, e.g. `/usr/share/java/zookeeper.jar`.
+        missing: String,
+    },
+    /// An I/O operation of the kit failed (directories, configuration files, spawning `java`).
+    Io {
+        /// What the kit was doing.
+        context: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A server did not start, exited early, or did not become ready in time.
+    StartFailed {
+        /// Which server and why.
+        reason: String,
+        /// The server's log file (its stdout and stderr).
+        log: PathBuf,
+        /// The last lines of the log file.
+        log_tail: String,
+    },
+    /// Waiting for a condition of running servers (serving, one leader) timed out.
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// What was observed last.
+        last_seen: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotInstalled { missing } => {
+                write!(
+                    f,
+                    "ZooKeeper test servers unavailable: {missing}; {INSTALL_HINT}"
+                )
+            }
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::StartFailed {
+                reason,
+                log,
+                log_tail,
+            } => write!(
+                f,
+                "{reason}\n--- last lines of {} ---\n{log_tail}\n--- end of log ---",
+                log.display()
+            ),
+            Error::Timeout { what, last_seen } => {
+                write!(f, "timed out waiting for {what}; last seen: {last_seen}")
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Test kit: starts real Apache ZooKeeper 3.8 servers on 127.0.0.1.
+//!
+//! - [`ZkServer`]: a standalone server (`ZooKeeperServerMain`) on a free port with a throw-away
+//!   data directory (on `/dev/shm` when possible).
+//! - [`Ensemble`]: a quorum of `n` servers (`QuorumPeerMain`) on loopback, with per-server
+//!   stop/kill/restart and leader lookup.
+//! - [`four_letter`]: ZooKeeper's four-letter admin commands (`ruok`, `srvr`, `mntr`, ...).
+//!
+//! The API is synchronous (std processes and sockets); call it from `#[test]` functions, or
+//! from async tests through `tokio::task::spawn_blocking` when a start must not block a runtime
+//! thread. Java and the ZooKeeper jars come from Debian's `zookeeper` package (or
+//! [`ENV_CLASSPATH`] / [`ENV_JAVA`]); when they are missing every start fails with
+//! [`Error::NotInstalled`], whose message says to run `scripts/install-deps.sh`. Tests never
+//! skip silently.
+//!
+//! ```no_run
+//! use zk_testkit::{Ensemble, Mode, ZkServer};
+//!
+//! let server = ZkServer::builder().tick_time(std::time::Duration::from_millis(500)).start()?;
+//! assert_eq!(server.four_letter("ruok")?, "imok");
+//! assert_eq!(server.mode()?, Mode::Standalone);
+//! println!("connect to {}", server.connect_string());
+//!
+//! let ensemble = Ensemble::start(3)?;
+//! let leader = ensemble.wait_for_leader()?;
+//! ensemble.kill(leader);
+//! let new_leader = ensemble.wait_for_leader()?;
+//! assert_ne!(leader, new_leader);
+//! ensemble.restart(leader)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Environment variables: [`ENV_CLASSPATH`] (`ZK_CLASSPATH`), [`ENV_JAVA`] (`ZK_JAVA`),
+//! [`ENV_DIR`] (`ZK_TESTKIT_DIR`, parent of the server directories), [`ENV_KEEP`]
+//! (`ZK_TESTKIT_KEEP_DIRS=1` keeps the directories and logs after the test).
+
+mod ensemble;
+mod error;
+mod four_letter;
+mod install;
+mod options;
+mod ports;
+mod process;
+mod server;
+mod workdir;
+
+pub use ensemble::{Ensemble, EnsembleBuilder, EnsembleServer, QUORUM_MAIN};
+pub use error::{Error, INSTALL_HINT, Result};
+pub use four_letter::{FOUR_LETTER_TIMEOUT, Mode, four_letter};
+pub use install::{DEBIAN_JAR_DIR, ENV_CLASSPATH, ENV_JAVA, ZkInstall};
+pub use ports::{free_port, free_ports};
+pub use server::{STANDALONE_MAIN, ZkServer, ZkServerBuilder};
+pub use workdir::{ENV_DIR, ENV_KEEP, base_dir, reap_orphans};
+
+#[cfg(test)]
+mod tests {
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_can_be_shared_across_threads() {
+        assert_send_sync::<crate::ZkServer>();
+        assert_send_sync::<crate::Ensemble>();
+        assert_send_sync::<crate::Error>();
+    }
+}

@@ -1,0 +1,86 @@
+//! Clean-up after test processes that were killed: their JVMs are killed and their
+//! directories removed, but nothing that belongs to a live process.
+
+use std::fs;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[test]
+fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
+    let base = zk_testkit::base_dir();
+    fs::create_dir_all(&base).unwrap();
+    let me = std::process::id();
+
+    // A pid that is certainly dead: a child that has exited and been reaped.
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let dead_pid = gone.id();
+
+    // An "orphaned JVM": a process whose command line names the directory. (A loop, so that
+    // the shell cannot exec into its last command and lose the directory from its argv.)
+    let orphan_dir = base.join(format!("reaper-test-orphan-{me}"));
+    fs::create_dir_all(orphan_dir.join("server-1")).unwrap();
+    fs::write(orphan_dir.join("owner.pid"), dead_pid.to_string()).unwrap();
+    let mut orphan = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do sleep 0.1; done",
+            orphan_dir.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    fs::write(
+        orphan_dir.join("server-1/java.pid"),
+        orphan.id().to_string(),
+    )
+    .unwrap();
+
+    // A process recorded in a dead owner's directory whose command line does not name it.
+    let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
+    fs::write(orphan_dir.join("java.pid"), bystander.id().to_string()).unwrap();
+
+    // A directory of a live owner (pid 1) must stay.
+    let live_dir = base.join(format!("reaper-test-live-{me}"));
+    fs::create_dir_all(&live_dir).unwrap();
+    let _cleanup = RemoveOnDrop(live_dir.clone());
+    fs::write(live_dir.join("owner.pid"), "1").unwrap();
+
+    zk_testkit::reap_orphans();
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = orphan.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = orphan.kill();
+            let _ = bystander.kill();
+            panic!("the orphan was not killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the orphan was SIGKILLed: {status}"
+    );
+    assert!(!orphan_dir.exists());
+    assert!(
+        bystander.try_wait().unwrap().is_none(),
+        "the bystander must survive"
+    );
+    assert!(live_dir.exists());
+
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
+}
+
+/// Removes the directory even when the test fails (its owner pid 1 keeps the reaper off it).
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
