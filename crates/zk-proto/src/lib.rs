@@ -1,6 +1,55 @@
-//! `zk-proto`: the ZooKeeper client session, built on the [`jute`] codec.
+//! `zk-proto`: an async ZooKeeper client, built on the [`jute`] codec.
 //!
-//! This crate is at its start: for now it re-exports the codec it is built on. The session state
-//! machine, the connection driver and the typed client follow in their own issue.
+//! ```no_run
+//! use zk_proto::{Client, CreateOptions};
+//!
+//! # async fn example() -> zk_proto::Result<()> {
+//! let client = Client::connect("127.0.0.1:2181/app").await?;
+//! client.create("/config", "v1", &CreateOptions::persistent()).await?;
+//! let (data, stat, watch) = client.get_data_watch("/config").await?;
+//! println!("{data:?} at version {}", stat.version);
+//! let event = watch.changed().await?; // fires once, or reports why it never will
+//! println!("{:?} on {}", event.event_type, event.path);
+//! client.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Layout
+//!
+//! - [`session`]: the protocol as a deterministic state machine (`handle_*` inputs with an
+//!   explicit `now`, `poll_*` outputs), unit-tested with scripted server frames.
+//! - [`Client`]: a cheap, cloneable handle; one tokio task per connection moves the frames.
+//! - [`connect_string`], [`path`], [`acl`]: connect strings and host lists, ZooKeeper's path
+//!   rules and chroot, ACL and digest helpers.
+//!
+//! `docs/client.md` describes the model: states, ordering, connection loss, watch delivery and
+//! backpressure.
 
+pub mod acl;
+mod client;
+pub mod connect_string;
+mod driver;
+mod error;
+pub mod path;
+mod read_only;
+pub mod session;
+
+pub use client::{
+    Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
+    PersistentWatcher,
+};
+pub use error::{Error, ProtocolError, Result};
 pub use jute;
+pub use jute::{Acl, AddWatchMode, CreateMode, EventType, Id, Perms, Stat, WatcherType};
+pub use session::{MultiOperation, SessionState, WatchedEvent};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
+/// The examples of `docs/client.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/client.md")]
+pub struct ClientGuideDoctests;

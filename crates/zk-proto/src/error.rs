@@ -1,0 +1,345 @@
+//! The client's error type: one named variant per server code, plus the client's own.
+
+use std::fmt;
+
+use jute::{DecodeError, ErrorCode};
+
+use crate::connect_string::ConnectStringError;
+use crate::path::InvalidPath;
+
+/// Declares the server-code variants of [`Error`] and their mapping to [`ErrorCode`] once.
+macro_rules! server_errors {
+    ( $( $(#[$meta:meta])* $variant:ident = $code:ident, )* ) => {
+        /// Every error of the client.
+        ///
+        /// The first group of variants are the server's result codes, one per named
+        /// [`ErrorCode`] (an unknown code is kept in [`Error::Unknown`]). The rest are
+        /// raised by the client itself.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        #[non_exhaustive]
+        pub enum Error {
+            $(
+                $(#[$meta])*
+                #[doc = concat!("\n\nServer code [`ErrorCode::", stringify!($code), "`].")]
+                $variant,
+            )*
+            /// A result code this client does not know, kept as it came.
+            Unknown(ErrorCode),
+            /// The path breaks ZooKeeper's path rules; nothing was sent.
+            InvalidPath(InvalidPath),
+            /// The connect string could not be parsed.
+            InvalidConnectString(ConnectStringError),
+            /// An argument is out of range (for example a TTL, or a multi mixing reads and
+            /// writes); nothing was sent.
+            InvalidArgument(String),
+            /// The request would be larger than the frame limit the server accepts; nothing
+            /// was sent.
+            PacketTooLarge {
+                /// Encoded length of the request, header included.
+                len: usize,
+                /// The configured limit (`jute.maxbuffer`, 1,048,575 bytes by default).
+                max: usize,
+            },
+            /// The server broke the protocol (for example a reply out of order); the
+            /// connection was dropped and is being re-established.
+            Protocol(ProtocolError),
+            /// The client was closed, by [`close`](crate::Client::close) or because every
+            /// handle was dropped.
+            Closed,
+            /// A persistent watch's consumer fell more than its capacity behind; the stream
+            /// ended and the watch was dropped (events after the last one received are lost).
+            WatchOverflow {
+                /// The stream's capacity.
+                capacity: usize,
+            },
+            /// No server could be reached while connecting with fail-fast on.
+            NoServerReachable {
+                /// How many connection attempts were made.
+                attempts: u32,
+                /// The last attempt's failure.
+                last_error: String,
+            },
+        }
+
+        impl Error {
+            /// The error for a server result code; `None` for OK.
+            pub fn from_code(code: ErrorCode) -> Option<Error> {
+                match code {
+                    ErrorCode::OK => None,
+                    $( ErrorCode::$code => Some(Error::$variant), )*
+                    other => Some(Error::Unknown(other)),
+                }
+            }
+
+            /// The server result code this error stands for, `None` for the client's own
+            /// errors.
+            pub fn code(&self) -> Option<ErrorCode> {
+                match self {
+                    $( Error::$variant => Some(ErrorCode::$code), )*
+                    Error::Unknown(code) => Some(*code),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+server_errors! {
+    /// Range marker of system errors; servers do not send it.
+    SystemError = SYSTEM_ERROR,
+    /// In a failed multi: an operation after the one that failed.
+    RuntimeInconsistency = RUNTIME_INCONSISTENCY,
+    /// The server found its data inconsistent.
+    DataInconsistency = DATA_INCONSISTENCY,
+    /// The connection carrying the request was lost before its reply arrived. The request
+    /// may or may not have been applied.
+    ConnectionLoss = CONNECTION_LOSS,
+    /// The server could not decode the request (3.8 also answers this to watcher types it
+    /// does not know).
+    MarshallingError = MARSHALLING_ERROR,
+    /// The server does not implement the operation (or TTL nodes are disabled on it).
+    Unimplemented = UNIMPLEMENTED,
+    /// The server timed the operation out.
+    OperationTimeout = OPERATION_TIMEOUT,
+    /// The server rejected an argument (a path on create, a TTL, a flag).
+    BadArguments = BAD_ARGUMENTS,
+    /// Server-internal.
+    UnknownSession = UNKNOWN_SESSION,
+    /// reconfig: no quorum of the new configuration is up to date.
+    NewConfigNoQuorum = NEW_CONFIG_NO_QUORUM,
+    /// reconfig: another reconfiguration is in progress.
+    ReconfigInProgress = RECONFIG_IN_PROGRESS,
+    /// Range marker of API errors; servers do not send it.
+    ApiError = API_ERROR,
+    /// The node does not exist.
+    NoNode = NO_NODE,
+    /// The session lacks the permission the node's ACL asks for.
+    NoAuth = NO_AUTH,
+    /// The node's version is not the one expected.
+    BadVersion = BAD_VERSION,
+    /// Ephemeral nodes cannot have children.
+    NoChildrenForEphemerals = NO_CHILDREN_FOR_EPHEMERALS,
+    /// The node already exists.
+    NodeExists = NODE_EXISTS,
+    /// The node has children.
+    NotEmpty = NOT_EMPTY,
+    /// The session has expired: its ephemeral nodes and watches are gone. Terminal.
+    SessionExpired = SESSION_EXPIRED,
+    /// Client-side code of the Java client; servers do not send it.
+    InvalidCallback = INVALID_CALLBACK,
+    /// The ACL is invalid (empty, or `auth` scheme without an authenticated identity).
+    InvalidAcl = INVALID_ACL,
+    /// Authentication failed; the server closed the connection. Terminal.
+    AuthFailed = AUTH_FAILED,
+    /// The session moved to another server.
+    SessionMoved = SESSION_MOVED,
+    /// A write was sent to a read-only server.
+    NotReadOnly = NOT_READ_ONLY,
+    /// An ephemeral node cannot be created by a local session.
+    EphemeralOnLocalSession = EPHEMERAL_ON_LOCAL_SESSION,
+    /// No such watch to check or remove.
+    NoWatcher = NO_WATCHER,
+    /// The request did not complete within its timeout (the client's per-call or default
+    /// request timeout). The request may or may not have been applied.
+    RequestTimeout = REQUEST_TIMEOUT,
+    /// Reconfiguration is disabled on the server.
+    ReconfigDisabled = RECONFIG_DISABLED,
+    /// The server requires SASL authentication and closed the session.
+    SessionClosedRequireSaslAuth = SESSION_CLOSED_REQUIRE_SASL_AUTH,
+    /// A quota on the path was exceeded.
+    QuotaExceeded = QUOTA_EXCEEDED,
+    /// The server throttled the operation without executing it; retry with back-off.
+    Throttled = THROTTLED_OP,
+}
+
+impl Error {
+    /// Whether retrying the same call may succeed: the connection was lost, the server or the
+    /// client timed out, or the server throttled.
+    ///
+    /// A retry is safe for reads and for conditional writes (a versioned setData or delete);
+    /// an unconditional non-idempotent write (a sequential create) may have been applied
+    /// before a [`ConnectionLoss`](Error::ConnectionLoss) or
+    /// [`RequestTimeout`](Error::RequestTimeout).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::ConnectionLoss
+                | Error::OperationTimeout
+                | Error::RequestTimeout
+                | Error::Throttled
+                | Error::SessionMoved
+                | Error::Protocol(_)
+        )
+    }
+
+    /// Whether the session is over: no later call on this client can succeed
+    /// (expired, authentication failed, closed).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            Error::SessionExpired
+                | Error::AuthFailed
+                | Error::Closed
+                | Error::SessionClosedRequireSaslAuth
+        )
+    }
+
+    /// Whether the outcome of the call is unknown: it may have been applied.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(
+            self,
+            Error::ConnectionLoss | Error::RequestTimeout | Error::Protocol(_)
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(code) = self.code() {
+            return match code.description() {
+                Some(description) => write!(f, "{code} ({}): {description}", code.0),
+                None => write!(f, "unknown server error code {}", code.0),
+            };
+        }
+        match self {
+            Error::InvalidPath(e) => e.fmt(f),
+            Error::InvalidConnectString(e) => write!(f, "invalid connect string: {e}"),
+            Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            Error::PacketTooLarge { len, max } => write!(
+                f,
+                "request of {len} bytes exceeds the packet limit of {max} bytes (jute.maxbuffer)"
+            ),
+            Error::Protocol(e) => write!(f, "protocol violation: {e}"),
+            Error::Closed => f.write_str("the client is closed"),
+            Error::WatchOverflow { capacity } => write!(
+                f,
+                "the watch consumer fell {capacity} events behind; the watch was dropped"
+            ),
+            Error::NoServerReachable {
+                attempts,
+                last_error,
+            } => write!(
+                f,
+                "no server reachable after {attempts} attempts; last: {last_error}"
+            ),
+            _ => f.write_str("error"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::InvalidPath(e) => Some(e),
+            Error::InvalidConnectString(e) => Some(e),
+            Error::Protocol(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<InvalidPath> for Error {
+    fn from(e: InvalidPath) -> Self {
+        Error::InvalidPath(e)
+    }
+}
+
+impl From<ConnectStringError> for Error {
+    fn from(e: ConnectStringError) -> Self {
+        Error::InvalidConnectString(e)
+    }
+}
+
+/// How a server broke the protocol. The client drops the connection and reconnects; the
+/// requests in flight fail with [`Error::ConnectionLoss`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// A reply's xid is not the one of the oldest request in flight (ZooKeeper answers in
+    /// order).
+    #[error("reply xid {got} out of order: expected {expected}")]
+    XidOutOfOrder {
+        /// The xid of the oldest request in flight.
+        expected: i32,
+        /// The xid received.
+        got: i32,
+    },
+    /// A reply arrived while no request was in flight, or with a reserved xid nothing was
+    /// sent with.
+    #[error("reply for unknown xid {0}")]
+    UnknownXid(i32),
+    /// A frame could not be decoded.
+    #[error("undecodable frame: {0}")]
+    Decode(#[from] DecodeError),
+    /// The length prefix of a frame was negative or above the limit.
+    #[error("bad frame: {0}")]
+    Frame(String),
+    /// The server resumed a different session than the one asked for.
+    #[error("asked to resume session {asked:#x}, the server answered with {got:#x}")]
+    SessionIdChanged {
+        /// The session id sent.
+        asked: i64,
+        /// The session id received.
+        got: i64,
+    },
+    /// A reply body of a type the request does not get.
+    #[error("unexpected reply to {0}")]
+    UnexpectedResponse(&'static str),
+}
+
+impl From<ProtocolError> for Error {
+    fn from(e: ProtocolError) -> Self {
+        Error::Protocol(e)
+    }
+}
+
+/// The result type of the client.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_code_maps_to_a_variant_and_back() {
+        for &code in ErrorCode::ALL {
+            match Error::from_code(code) {
+                None => assert_eq!(code, ErrorCode::OK),
+                Some(error) => {
+                    assert!(
+                        !matches!(error, Error::Unknown(_)),
+                        "{code:?} has no named variant"
+                    );
+                    assert_eq!(error.code(), Some(code));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_codes_are_kept() {
+        let error = Error::from_code(ErrorCode(-999)).expect("not OK");
+        assert_eq!(error, Error::Unknown(ErrorCode(-999)));
+        assert_eq!(error.code(), Some(ErrorCode(-999)));
+        assert_eq!(error.to_string(), "unknown server error code -999");
+    }
+
+    #[test]
+    fn display_names_the_code() {
+        assert_eq!(
+            Error::NoNode.to_string(),
+            "NoNode (-101): node does not exist"
+        );
+    }
+
+    #[test]
+    fn retryable_and_terminal_are_disjoint() {
+        let all = ErrorCode::ALL.iter().filter_map(|&c| Error::from_code(c));
+        for error in all.chain([Error::Closed, Error::Protocol(ProtocolError::UnknownXid(7))]) {
+            assert!(!(error.is_retryable() && error.is_terminal()), "{error:?}");
+        }
+        assert!(Error::ConnectionLoss.is_retryable());
+        assert!(Error::SessionExpired.is_terminal());
+        assert!(!Error::NoNode.is_retryable());
+    }
+}

@@ -1,0 +1,945 @@
+//! The session driven by scripted server frames on a virtual clock: no sockets, no sleeps.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use jute::*;
+
+use super::*;
+
+/// The client side of a conversation: the session, a virtual clock, and what it sent.
+struct Harness {
+    session: Session,
+    now: Instant,
+}
+
+fn config() -> SessionConfig {
+    SessionConfig {
+        session_timeout: Duration::from_secs(30),
+        ..SessionConfig::default()
+    }
+}
+
+fn frame(header: ReplyHeader, body: impl Encode) -> Bytes {
+    (header, body).to_bytes()
+}
+
+fn ok(xid: i32, zxid: i64) -> ReplyHeader {
+    ReplyHeader {
+        xid,
+        zxid,
+        err: ErrorCode::OK,
+    }
+}
+
+fn stat(version: i32) -> Stat {
+    Stat {
+        version,
+        ..Stat::default()
+    }
+}
+
+fn notification(event_type: EventType, path: &str) -> Bytes {
+    frame(
+        ReplyHeader {
+            xid: -1,
+            zxid: -1,
+            err: ErrorCode::OK,
+        },
+        WatcherEvent {
+            event_type,
+            state: KeeperState::SYNC_CONNECTED,
+            path: Some(path.into()),
+        },
+    )
+}
+
+fn get_data(path: &str, watch: bool) -> Op {
+    Op::GetData {
+        path: path.into(),
+        watch,
+    }
+}
+
+impl Harness {
+    fn new(config: SessionConfig) -> Self {
+        Self {
+            session: Session::new(config),
+            now: Instant::now(),
+        }
+    }
+
+    /// Opens a connection and returns the ConnectRequest the session sent.
+    fn connect(&mut self) -> ConnectRequest {
+        self.session.handle_connected(self.now);
+        let frame = self
+            .session
+            .poll_transmit(self.now)
+            .expect("a ConnectRequest");
+        assert!(
+            self.session.poll_transmit(self.now).is_none(),
+            "nothing before the handshake"
+        );
+        decode_exact(frame).expect("a valid ConnectRequest")
+    }
+
+    /// Connects and accepts the session.
+    fn establish(&mut self, session_id: i64, timeout_ms: i32) -> ConnectRequest {
+        let request = self.connect();
+        self.server_says(
+            ConnectResponse {
+                protocol_version: 0,
+                time_out: timeout_ms,
+                session_id,
+                passwd: Some(Bytes::from_static(&[7; 16])),
+                read_only: Some(false),
+            }
+            .to_bytes(),
+        );
+        request
+    }
+
+    fn server_says(&mut self, frame: Bytes) {
+        self.session.handle_frame(self.now, frame);
+    }
+
+    /// Every frame the session wants to send now, split into header and body.
+    fn sent(&mut self) -> Vec<(RequestHeader, Bytes)> {
+        std::iter::from_fn(|| self.session.poll_transmit(self.now))
+            .map(|frame| {
+                let header = decode_exact::<RequestHeader>(frame.slice(..8)).expect("header");
+                (header, frame.slice(8..))
+            })
+            .collect()
+    }
+
+    fn events(&mut self) -> Vec<SessionEvent> {
+        std::iter::from_fn(|| self.session.poll_event()).collect()
+    }
+
+    /// Moves the clock forward, firing timers as they come due.
+    fn advance(&mut self, by: Duration) {
+        let until = self.now + by;
+        while let Some(at) = self.session.poll_timeout() {
+            if at > until {
+                break;
+            }
+            self.now = self.now.max(at);
+            self.session.handle_timeout(self.now);
+        }
+        self.now = until;
+    }
+
+    fn submit(&mut self, op: Op) -> RequestId {
+        self.session.submit(op, None).expect("a valid request")
+    }
+}
+
+fn replies(events: &[SessionEvent]) -> Vec<(RequestId, Result<Response, Error>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::Reply { id, result, .. } => Some((*id, result.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn handshake_sends_the_requested_timeout_and_read_only_flag() {
+    let mut h = Harness::new(SessionConfig {
+        read_only: true,
+        ..config()
+    });
+    let request = h.establish(0x1234, 20_000);
+    assert_eq!(request.time_out, 30_000);
+    assert_eq!(request.session_id, 0);
+    assert_eq!(request.last_zxid_seen, 0);
+    assert!(request.read_only);
+    assert_eq!(request.passwd.as_deref(), Some(&[0u8; 16][..]));
+    assert_eq!(h.session.state(), SessionState::Connected);
+    assert_eq!(h.session.session_id(), 0x1234);
+    assert_eq!(
+        h.session.negotiated_timeout(),
+        Some(Duration::from_secs(20))
+    );
+    assert_eq!(h.events(), [SessionEvent::State(SessionState::Connected)]);
+}
+
+#[test]
+fn nothing_but_the_connect_request_goes_before_the_handshake() {
+    let mut h = Harness::new(config());
+    let id = h.submit(get_data("/a", false));
+    h.connect();
+    assert!(h.sent().is_empty());
+    h.server_says(
+        ConnectResponse {
+            protocol_version: 0,
+            time_out: 30_000,
+            session_id: 1,
+            passwd: Some(Bytes::from_static(&[1; 16])),
+            read_only: None,
+        }
+        .to_bytes(),
+    );
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0.op_code, OpCode::GET_DATA);
+    h.server_says(frame(
+        ok(sent[0].0.xid, 5),
+        GetDataResponse {
+            data: Some(Bytes::from_static(b"x")),
+            stat: stat(1),
+        },
+    ));
+    let events = h.events();
+    assert!(matches!(replies(&events).as_slice(), [(r, Ok(Response::GetData(_)))] if *r == id));
+}
+
+#[test]
+fn requests_are_pipelined_in_call_order_and_replies_match_in_fifo_order() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let ids: Vec<_> = (0..100)
+        .map(|n| h.submit(get_data(&format!("/n{n}"), false)))
+        .collect();
+    let sent = h.sent();
+    assert_eq!(sent.len(), 100, "all in flight at once");
+    let xids: Vec<i32> = sent.iter().map(|(header, _)| header.xid).collect();
+    assert!(
+        xids.windows(2).all(|w| w[1] == w[0] + 1),
+        "xids in call order: {xids:?}"
+    );
+    for (n, (header, body)) in sent.iter().enumerate() {
+        let request: GetDataRequest = decode_exact(body.clone()).expect("GetDataRequest");
+        assert_eq!(request.path, Some(format!("/n{n}")));
+        h.server_says(frame(
+            ok(header.xid, 10 + n as i64),
+            GetDataResponse {
+                data: None,
+                stat: stat(n as i32),
+            },
+        ));
+    }
+    let got: Vec<RequestId> = replies(&h.events())
+        .into_iter()
+        .map(|(id, r)| {
+            assert!(r.is_ok());
+            id
+        })
+        .collect();
+    assert_eq!(got, ids);
+    assert_eq!(h.session.last_zxid(), 109);
+}
+
+#[test]
+fn a_reply_out_of_order_drops_the_connection_and_fails_what_was_in_flight() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let first = h.submit(get_data("/a", false));
+    let second = h.submit(get_data("/b", false));
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[1].0.xid, 3),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    let events = h.events();
+    assert_eq!(
+        replies(&events),
+        [
+            (first, Err(Error::ConnectionLoss)),
+            (second, Err(Error::ConnectionLoss))
+        ]
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SessionEvent::DropConnection(Error::Protocol(ProtocolError::XidOutOfOrder { .. }))
+    )));
+    assert!(events.contains(&SessionEvent::State(SessionState::Disconnected)));
+    assert!(h.session.wants_connection());
+    // The next connection resumes the session.
+    let request = h.establish(1, 30_000);
+    assert_eq!(request.session_id, 1);
+    assert_eq!(request.passwd.as_deref(), Some(&[7u8; 16][..]));
+}
+
+#[test]
+fn a_reply_with_nothing_in_flight_is_a_protocol_error() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    h.server_says(frame(ok(42, 3), ()));
+    let events = h.events();
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SessionEvent::DropConnection(Error::Protocol(ProtocolError::UnknownXid(42)))
+    )));
+}
+
+#[test]
+fn undecodable_frames_drop_the_connection() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.submit(get_data("/a", false));
+    let sent = h.sent();
+    // A body cut short.
+    let mut bad = frame(
+        ok(sent[0].0.xid, 3),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    );
+    bad.truncate(bad.len() - 1);
+    h.server_says(bad);
+    assert!(
+        h.events()
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(Error::Protocol(_))))
+    );
+    h.establish(1, 30_000);
+    h.server_says(Bytes::from_static(b"\x00\x01"));
+    assert!(
+        h.events()
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(Error::Protocol(_))))
+    );
+}
+
+#[test]
+fn a_ping_goes_out_after_a_third_of_the_timeout_without_sending() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.advance(Duration::from_millis(9_999));
+    assert!(h.sent().is_empty());
+    h.advance(Duration::from_millis(1));
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].0,
+        RequestHeader {
+            xid: -2,
+            op_code: OpCode::PING
+        }
+    );
+    // The ping reply keeps the connection alive past the read timeout.
+    h.server_says(frame(ok(-2, 9), ()));
+    h.advance(Duration::from_secs(15));
+    assert_eq!(h.session.state(), SessionState::Connected);
+    assert_eq!(
+        h.session.last_zxid(),
+        0,
+        "ping replies do not move the last zxid"
+    );
+}
+
+#[test]
+fn silence_for_the_read_timeout_drops_the_connection() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    h.advance(Duration::from_millis(19_999));
+    assert_eq!(h.session.state(), SessionState::Connected);
+    h.advance(Duration::from_millis(1));
+    let events = h.events();
+    assert!(
+        events.contains(&SessionEvent::State(SessionState::Disconnected)),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(Error::ConnectionLoss)))
+    );
+}
+
+#[test]
+fn a_handshake_without_answer_times_out_after_t_over_n() {
+    let mut h = Harness::new(SessionConfig {
+        hosts: 3,
+        ..config()
+    });
+    h.connect();
+    h.advance(Duration::from_millis(9_999));
+    assert!(h.events().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert!(
+        h.events()
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(_)))
+    );
+    assert_eq!(h.session.state(), SessionState::Connecting);
+    assert!(h.session.wants_connection());
+}
+
+#[test]
+fn reconnect_resumes_with_the_last_zxid_and_rearms_watches_first() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let data = h.submit(get_data("/d", true));
+    let child = h.submit(Op::GetChildren {
+        path: "/c".into(),
+        watch: true,
+    });
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 20),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    h.server_says(frame(
+        ok(sent[1].0.xid, 21),
+        GetChildrenResponse {
+            children: Some(vec![]),
+        },
+    ));
+    h.events();
+    assert_eq!(h.session.watch_count(), 2);
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let queued = h.submit(get_data("/later", false));
+    let request = h.establish(1, 30_000);
+    assert_eq!(request.last_zxid_seen, 21);
+    assert_eq!(request.session_id, 1);
+    let sent = h.sent();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].0.op_code, OpCode::SET_WATCHES);
+    let set: SetWatches = decode_exact(sent[0].1.clone()).expect("SetWatches");
+    assert_eq!(set.relative_zxid, 21);
+    assert_eq!(set.data_watches, Some(vec![Some("/d".into())]));
+    assert_eq!(set.child_watches, Some(vec![Some("/c".into())]));
+    assert_eq!(
+        sent[1].0.op_code,
+        OpCode::GET_DATA,
+        "queued requests after the watches"
+    );
+    // The server fires a change made while we were away, then answers both.
+    h.server_says(notification(EventType::NODE_DATA_CHANGED, "/d"));
+    h.server_says(frame(ok(sent[0].0.xid, 22), ()));
+    h.server_says(frame(
+        ok(sent[1].0.xid, 22),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    let events = h.events();
+    let watch_at = events.iter().position(|e| matches!(e, SessionEvent::Watch { id, event } if *id == data && event.event_type == EventType::NODE_DATA_CHANGED));
+    let reply_at = events
+        .iter()
+        .position(|e| matches!(e, SessionEvent::Reply { id, .. } if *id == queued));
+    assert!(watch_at.is_some() && watch_at < reply_at, "{events:?}");
+    assert!(matches!(replies(&events).as_slice(), [(id, Ok(_))] if *id == queued));
+    assert_eq!(h.session.watch_count(), 1);
+    let _ = child;
+}
+
+#[test]
+fn persistent_watches_are_rearmed_with_set_watches2() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.submit(Op::AddWatch {
+        path: "/p".into(),
+        mode: AddWatchMode::PERSISTENT_RECURSIVE,
+    });
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 5),
+        ErrorResponse { err: ErrorCode::OK },
+    ));
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.establish(1, 30_000);
+    let sent = h.sent();
+    assert_eq!(sent[0].0.op_code, OpCode::SET_WATCHES2);
+    let set: SetWatches2 = decode_exact(sent[0].1.clone()).expect("SetWatches2");
+    assert_eq!(
+        set.persistent_recursive_watches,
+        Some(vec![Some("/p".into())])
+    );
+}
+
+#[test]
+fn queued_requests_survive_a_disconnect_but_sent_ones_fail() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let sent_one = h.submit(get_data("/a", false));
+    h.sent();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let waiting = h.submit(get_data("/b", false));
+    let events = h.events();
+    assert_eq!(replies(&events), [(sent_one, Err(Error::ConnectionLoss))]);
+    assert_eq!(h.session.queued(), 1);
+    h.establish(1, 30_000);
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    assert!(matches!(replies(&h.events()).as_slice(), [(id, Ok(_))] if *id == waiting));
+}
+
+#[test]
+fn the_in_flight_window_holds_back_the_rest() {
+    let mut h = Harness::new(SessionConfig {
+        max_in_flight: 3,
+        ..config()
+    });
+    h.establish(1, 30_000);
+    for n in 0..5 {
+        h.submit(get_data(&format!("/{n}"), false));
+    }
+    let sent = h.sent();
+    assert_eq!(sent.len(), 3);
+    assert_eq!((h.session.in_flight(), h.session.queued()), (3, 2));
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    assert_eq!(h.sent().len(), 1);
+}
+
+#[test]
+fn a_request_timeout_answers_the_caller_and_the_late_reply_is_discarded() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let deadline = h.now + Duration::from_secs(1);
+    let slow = h
+        .session
+        .submit(get_data("/slow", true), Some(deadline))
+        .expect("valid");
+    let next = h.submit(get_data("/next", false));
+    let sent = h.sent();
+    h.advance(Duration::from_secs(1));
+    assert_eq!(replies(&h.events()), [(slow, Err(Error::RequestTimeout))]);
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    h.server_says(frame(
+        ok(sent[1].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    let events = h.events();
+    assert!(
+        matches!(replies(&events).as_slice(), [(id, Ok(_))] if *id == next),
+        "{events:?}"
+    );
+    assert_eq!(
+        h.session.watch_count(),
+        0,
+        "a timed-out call leaves no watch"
+    );
+    assert_eq!(h.session.state(), SessionState::Connected);
+}
+
+#[test]
+fn a_request_timeout_while_disconnected_removes_it_from_the_queue() {
+    let mut h = Harness::new(config());
+    let id = h
+        .session
+        .submit(get_data("/a", false), Some(h.now + Duration::from_secs(2)))
+        .expect("valid");
+    h.advance(Duration::from_secs(2));
+    assert_eq!(replies(&h.events()), [(id, Err(Error::RequestTimeout))]);
+    assert_eq!(h.session.queued(), 0);
+}
+
+#[test]
+fn a_watch_event_comes_before_the_reply_that_saw_its_change() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let watch = h.submit(get_data("/a", true));
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    h.events();
+    let write = h.submit(Op::SetData {
+        path: "/a".into(),
+        data: Bytes::from_static(b"v"),
+        version: -1,
+    });
+    let sent = h.sent();
+    h.server_says(notification(EventType::NODE_DATA_CHANGED, "/a"));
+    h.server_says(frame(
+        ok(sent[0].0.xid, 3),
+        SetDataResponse { stat: stat(1) },
+    ));
+    let events = h.events();
+    assert!(matches!(&events[0], SessionEvent::Watch { id, .. } if *id == watch));
+    assert!(matches!(&events[1], SessionEvent::Reply { id, .. } if *id == write));
+    // One-shot: a second change does not fire it again.
+    h.server_says(notification(EventType::NODE_DATA_CHANGED, "/a"));
+    assert!(h.events().is_empty());
+}
+
+#[test]
+fn exists_on_a_missing_node_still_arms_its_watch() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let id = h.submit(Op::Exists {
+        path: "/missing".into(),
+        watch: true,
+    });
+    let sent = h.sent();
+    h.server_says(frame(
+        ReplyHeader {
+            xid: sent[0].0.xid,
+            zxid: 2,
+            err: ErrorCode::NO_NODE,
+        },
+        (),
+    ));
+    let events = h.events();
+    assert_eq!(
+        events,
+        [SessionEvent::Reply {
+            id,
+            result: Err(Error::NoNode),
+            watch_armed: true
+        }]
+    );
+    h.server_says(notification(EventType::NODE_CREATED, "/missing"));
+    assert!(matches!(h.events().as_slice(), [SessionEvent::Watch { id: w, .. }] if *w == id));
+}
+
+#[test]
+fn a_failed_get_data_arms_no_watch() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    h.submit(get_data("/missing", true));
+    let sent = h.sent();
+    h.server_says(frame(
+        ReplyHeader {
+            xid: sent[0].0.xid,
+            zxid: 2,
+            err: ErrorCode::NO_NODE,
+        },
+        (),
+    ));
+    assert!(matches!(
+        h.events().as_slice(),
+        [SessionEvent::Reply {
+            watch_armed: false,
+            result: Err(Error::NoNode),
+            ..
+        }]
+    ));
+    assert_eq!(h.session.watch_count(), 0);
+}
+
+#[test]
+fn an_expired_session_fails_everything_and_reports_every_watch_lost() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let watch = h.submit(get_data("/a", true));
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    let in_flight = h.submit(get_data("/b", false));
+    h.sent();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let queued = h.submit(get_data("/c", false));
+    h.events();
+    h.connect();
+    h.server_says(
+        ConnectResponse {
+            protocol_version: 0,
+            time_out: 0,
+            session_id: 0,
+            passwd: Some(Bytes::from_static(&[0; 16])),
+            read_only: Some(false),
+        }
+        .to_bytes(),
+    );
+    let events = h.events();
+    assert!(replies(&events).contains(&(queued, Err(Error::SessionExpired))));
+    assert!(events.contains(&SessionEvent::WatchLost {
+        id: watch,
+        error: Error::SessionExpired
+    }));
+    assert!(events.contains(&SessionEvent::State(SessionState::Expired)));
+    assert_eq!(h.session.state(), SessionState::Expired);
+    assert!(!h.session.wants_connection(), "no reconnect after expiry");
+    assert_eq!(
+        h.session.submit(get_data("/d", false), None),
+        Err(Error::SessionExpired)
+    );
+    let _ = in_flight;
+}
+
+#[test]
+fn no_server_for_a_whole_session_timeout_expires_the_session_locally() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    h.advance(Duration::from_secs(5));
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    // Attempts that never complete a handshake.
+    h.advance(Duration::from_secs(24));
+    assert_eq!(h.session.state(), SessionState::Disconnected);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.session.state(), SessionState::Expired);
+}
+
+#[test]
+fn a_new_session_that_never_connected_does_not_expire_locally() {
+    let mut h = Harness::new(config());
+    h.advance(Duration::from_secs(3600));
+    assert_eq!(h.session.state(), SessionState::Connecting);
+    assert!(h.session.wants_connection());
+}
+
+#[test]
+fn a_resumed_session_with_another_id_is_expired() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.establish(2, 30_000);
+    assert_eq!(h.session.state(), SessionState::Expired);
+}
+
+#[test]
+fn close_sends_close_session_after_queued_requests_and_ends_closed() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let watch = h.submit(get_data("/a", true));
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    let before = h.submit(get_data("/b", false));
+    let close = h.session.close(h.now);
+    assert_eq!(
+        h.session.submit(get_data("/c", false), None),
+        Err(Error::Closed)
+    );
+    let sent = h.sent();
+    assert_eq!(
+        sent.iter().map(|(h, _)| h.op_code).collect::<Vec<_>>(),
+        [OpCode::GET_DATA, OpCode::CLOSE_SESSION]
+    );
+    h.server_says(frame(
+        ok(sent[0].0.xid, 3),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    h.server_says(frame(ok(sent[1].0.xid, 4), ()));
+    let events = h.events();
+    assert!(replies(&events).contains(&(
+        before,
+        Ok(Response::GetData(GetDataResponse {
+            data: None,
+            stat: stat(0)
+        }))
+    )));
+    assert!(replies(&events).contains(&(close, Ok(Response::Empty))));
+    assert!(events.contains(&SessionEvent::WatchLost {
+        id: watch,
+        error: Error::Closed
+    }));
+    assert_eq!(h.session.state(), SessionState::Closed);
+}
+
+#[test]
+fn close_without_answer_gives_up_after_the_close_timeout() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let close = h.session.close(h.now);
+    h.sent();
+    h.advance(Duration::from_secs(2));
+    assert_eq!(h.session.state(), SessionState::Closed);
+    assert!(replies(&h.events()).contains(&(close, Ok(Response::Empty))));
+}
+
+#[test]
+fn auth_is_replayed_on_reconnect_and_a_failure_is_terminal() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let auth = h
+        .session
+        .add_auth("digest".into(), Bytes::from_static(b"u:p"))
+        .expect("open");
+    let sent = h.sent();
+    assert_eq!(
+        sent[0].0,
+        RequestHeader {
+            xid: -4,
+            op_code: OpCode::AUTH
+        }
+    );
+    h.server_says(frame(
+        ReplyHeader {
+            xid: -4,
+            zxid: 0,
+            err: ErrorCode::OK,
+        },
+        (),
+    ));
+    assert_eq!(replies(&h.events()), [(auth, Ok(Response::Empty))]);
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.establish(1, 30_000);
+    let sent = h.sent();
+    let packet: AuthPacket = decode_exact(sent[0].1.clone()).expect("AuthPacket");
+    assert_eq!(packet.scheme.as_deref(), Some("digest"));
+    h.server_says(frame(
+        ReplyHeader {
+            xid: -4,
+            zxid: 0,
+            err: ErrorCode::AUTH_FAILED,
+        },
+        (),
+    ));
+    assert_eq!(h.session.state(), SessionState::AuthFailed);
+}
+
+#[test]
+fn the_chroot_is_applied_out_and_stripped_in() {
+    let mut h = Harness::new(SessionConfig {
+        chroot: crate::path::Chroot::new("/app").expect("valid"),
+        ..config()
+    });
+    h.establish(1, 30_000);
+    let create = h.submit(Op::Create {
+        path: "/n-".into(),
+        data: Bytes::new(),
+        acl: vec![],
+        mode: CreateMode::PERSISTENT_SEQUENTIAL,
+        ttl: None,
+    });
+    let watch = h.submit(get_data("/w", true));
+    let sent = h.sent();
+    let request: CreateRequest = decode_exact(sent[0].1.clone()).expect("CreateRequest");
+    assert_eq!(request.path.as_deref(), Some("/app/n-"));
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        Create2Response {
+            path: Some("/app/n-0000000001".into()),
+            stat: stat(0),
+        },
+    ));
+    h.server_says(frame(
+        ok(sent[1].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    h.server_says(notification(EventType::NODE_DELETED, "/app/w"));
+    let events = h.events();
+    assert!(
+        matches!(&replies(&events)[0], (id, Ok(Response::Create2(r))) if *id == create && r.path.as_deref() == Some("/n-0000000001"))
+    );
+    assert!(events.iter().any(
+        |e| matches!(e, SessionEvent::Watch { id, event } if *id == watch && event.path == "/w")
+    ));
+}
+
+#[test]
+fn a_request_over_the_frame_limit_is_refused_before_sending() {
+    let mut h = Harness::new(config());
+    let data = Bytes::from(vec![0u8; 2 << 20]);
+    let result = h.session.submit(
+        Op::SetData {
+            path: "/big".into(),
+            data,
+            version: -1,
+        },
+        None,
+    );
+    assert!(
+        matches!(result, Err(Error::PacketTooLarge { max: 1_048_575, .. })),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_read_only_server_gives_connected_read_only_and_no_session_to_resume() {
+    let mut h = Harness::new(SessionConfig {
+        read_only: true,
+        ..config()
+    });
+    h.connect();
+    h.server_says(
+        ConnectResponse {
+            protocol_version: 0,
+            time_out: 30_000,
+            session_id: 9,
+            passwd: Some(Bytes::from_static(&[1; 16])),
+            read_only: Some(true),
+        }
+        .to_bytes(),
+    );
+    assert_eq!(h.session.state(), SessionState::ConnectedReadOnly);
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let request = h.connect();
+    assert_eq!(
+        request.session_id, 0,
+        "never seen a read/write server: ask for a new session"
+    );
+}
+
+#[test]
+fn removing_watches_tells_each_watcher() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let watch = h.submit(Op::GetChildren {
+        path: "/a".into(),
+        watch: true,
+    });
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetChildrenResponse {
+            children: Some(vec![]),
+        },
+    ));
+    h.events();
+    h.submit(Op::RemoveWatches {
+        path: "/a".into(),
+        watcher_type: WatcherType::ANY,
+    });
+    let sent = h.sent();
+    h.server_says(frame(ok(sent[0].0.xid, 2), ()));
+    let events = h.events();
+    assert!(
+        matches!(&events[0], SessionEvent::Watch { id, event } if *id == watch && event.event_type == EventType::CHILD_WATCH_REMOVED)
+    );
+    assert_eq!(h.session.watch_count(), 0);
+}

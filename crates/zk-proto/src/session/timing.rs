@@ -1,0 +1,71 @@
+//! The session's timer intervals, all derived from the session timeout in one place.
+
+use std::time::Duration;
+
+/// The intervals the session runs on, computed from the negotiated session timeout `T` and the
+/// number of hosts `n`, with the fractions the Java client 3.8 uses (`ClientCnxn`):
+///
+/// - **read timeout `2T/3`**: a connection on which nothing was received for that long is
+///   dropped and the next server tried. It leaves a third of the session timeout to reach
+///   another server before the ensemble expires the session.
+/// - **ping after `T/3` of send silence** (at most 10 s): a ping goes out when the client has
+///   sent nothing for that long, so a healthy idle connection gets at least one ping reply
+///   inside each read timeout. Java pings 1 s earlier than `T/3` (`readTimeout/2 - 1s`); the
+///   difference does not matter on loopback and makes the rule easy to state.
+/// - **connect timeout `T/n`**: one attempt (TCP connect plus handshake) may take that long,
+///   so a full pass over the hosts fits in one session timeout.
+/// - **local expiry `T`**: when no server has answered for a whole session timeout while the
+///   client was cut off, the ensemble has expired the session (it expires it after `T`
+///   without hearing from the client); the client reports [`Expired`] itself instead of
+///   reconnecting forever (ZooKeeper 3.9.3's ZOOKEEPER-4508 uses `4T/3`; we choose `T`
+///   because a lock holder must learn of the loss no later than the ensemble acts on it).
+///
+/// [`Expired`]: crate::SessionState::Expired
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Drop a connection that received nothing for this long.
+    pub read_timeout: Duration,
+    /// Send a ping after this long without sending.
+    pub ping_interval: Duration,
+    /// The budget of one connection attempt.
+    pub connect_timeout: Duration,
+    /// Report the session expired after this long without any server.
+    pub local_expiry: Duration,
+}
+
+/// Java's `MAX_SEND_PING_INTERVAL`: never stay silent longer than this.
+const MAX_PING_INTERVAL: Duration = Duration::from_secs(10);
+
+impl Timing {
+    /// The intervals for session timeout `session_timeout` and `hosts` hosts.
+    pub fn new(session_timeout: Duration, hosts: usize) -> Self {
+        let hosts = u32::try_from(hosts.max(1)).unwrap_or(u32::MAX);
+        Self {
+            read_timeout: session_timeout * 2 / 3,
+            ping_interval: (session_timeout / 3).min(MAX_PING_INTERVAL),
+            connect_timeout: session_timeout / hosts,
+            local_expiry: session_timeout,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_of_thirty_seconds() {
+        let timing = Timing::new(Duration::from_secs(30), 3);
+        assert_eq!(timing.read_timeout, Duration::from_secs(20));
+        assert_eq!(timing.ping_interval, Duration::from_secs(10));
+        assert_eq!(timing.connect_timeout, Duration::from_secs(10));
+        assert_eq!(timing.local_expiry, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn pings_at_most_every_ten_seconds() {
+        let timing = Timing::new(Duration::from_secs(60), 1);
+        assert_eq!(timing.ping_interval, Duration::from_secs(10));
+        assert!(timing.ping_interval < timing.read_timeout);
+    }
+}

@@ -1,0 +1,213 @@
+//! Watches, reconnects, expiry and failover against real ZooKeeper 3.8 servers.
+
+mod support;
+
+use std::time::Duration;
+
+use zk_proto::{AddWatchMode, CreateOptions, Error, EventType, SessionState, WatcherType};
+
+const EVENT_WAIT: Duration = Duration::from_secs(5);
+
+async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(EVENT_WAIT, future)
+        .await
+        .expect("the event came in time")
+}
+
+#[tokio::test]
+async fn one_shot_watches_fire_once_with_type_and_path() {
+    let server = support::server().await;
+    let client = support::connect(&server.connect_string()).await;
+    let (stat, created) = client.exists_watch("/n").await.expect("exists");
+    assert_eq!(stat, None);
+    client
+        .create("/n", "a", &CreateOptions::persistent())
+        .await
+        .expect("create");
+    let event = within(created.changed()).await.expect("NodeCreated");
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (EventType::NODE_CREATED, "/n")
+    );
+
+    let (_, _, data) = client.get_data_watch("/n").await.expect("getData");
+    let (_, children) = client.get_children_watch("/n").await.expect("getChildren");
+    client.set_data("/n", "b", None).await.expect("setData");
+    let event = within(data.changed()).await.expect("NodeDataChanged");
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (EventType::NODE_DATA_CHANGED, "/n")
+    );
+    client
+        .create("/n/c", "", &CreateOptions::persistent())
+        .await
+        .expect("child");
+    let event = within(children.changed())
+        .await
+        .expect("NodeChildrenChanged");
+    assert_eq!(event.event_type, EventType::NODE_CHILDREN_CHANGED);
+
+    // Fired watches are gone: the server has none left on /n.
+    assert_eq!(
+        client.check_watches("/n", WatcherType::ANY).await,
+        Err(Error::NoWatcher)
+    );
+}
+
+#[tokio::test]
+async fn watch_paths_are_stripped_of_the_chroot() {
+    let server = support::server().await;
+    let admin = support::connect(&server.connect_string()).await;
+    admin
+        .create("/app", "", &CreateOptions::persistent())
+        .await
+        .expect("chroot node");
+    let client = support::connect(&format!("{}/app", server.connect_string())).await;
+    let (path, _) = client
+        .create("/x", "", &CreateOptions::ephemeral())
+        .await
+        .expect("create");
+    assert_eq!(path, "/x");
+    assert!(admin.exists("/app/x").await.expect("exists").is_some());
+    assert_eq!(client.get_ephemerals("/").await, Ok(vec!["/x".to_owned()]));
+    let (_, _, watch) = client.get_data_watch("/x").await.expect("getData");
+    admin.set_data("/app/x", "v", None).await.expect("setData");
+    let event = within(watch.changed()).await.expect("event");
+    assert_eq!(event.path, "/x");
+}
+
+#[tokio::test]
+async fn persistent_recursive_watches_stream_until_removed() {
+    let server = support::server().await;
+    let client = support::connect(&server.connect_string()).await;
+    client
+        .create("/r", "", &CreateOptions::persistent())
+        .await
+        .expect("create");
+    let mut watch = client
+        .add_watch("/r", AddWatchMode::PERSISTENT_RECURSIVE)
+        .await
+        .expect("addWatch");
+    client
+        .create("/r/a", "", &CreateOptions::persistent())
+        .await
+        .expect("create a");
+    client.set_data("/r/a", "1", None).await.expect("set a");
+    client.delete("/r/a", None).await.expect("delete a");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let event = within(watch.next()).await.expect("event");
+        seen.push((event.event_type, event.path));
+    }
+    assert_eq!(
+        seen,
+        [
+            (EventType::NODE_CREATED, "/r/a".to_owned()),
+            (EventType::NODE_DATA_CHANGED, "/r/a".to_owned()),
+            (EventType::NODE_DELETED, "/r/a".to_owned()),
+        ]
+    );
+    // 3.8 knows no PERSISTENT_RECURSIVE watcher type; ANY removes it.
+    client
+        .remove_watches("/r", WatcherType::ANY)
+        .await
+        .expect("removeWatches");
+    let event = within(watch.next()).await.expect("removal is reported");
+    assert_eq!(event.event_type, EventType::PERSISTENT_WATCH_REMOVED);
+    assert_eq!(within(watch.next()).await, Err(Error::Closed));
+}
+
+#[tokio::test]
+async fn a_change_made_while_cut_off_fires_after_reconnect() {
+    let server = support::server().await;
+    let proxy = support::Proxy::start(server.addr()).await;
+    let client = support::connect(&proxy.connect_string()).await;
+    let other = support::connect(&server.connect_string()).await;
+    client
+        .create("/cut", "0", &CreateOptions::persistent())
+        .await
+        .expect("create");
+    let (_, _, watch) = client.get_data_watch("/cut").await.expect("getData");
+    let session = client.session_id();
+
+    proxy.cut();
+    support::wait_for_state(&client, SessionState::Disconnected, EVENT_WAIT).await;
+    // Queued while disconnected; sent after the watches are re-armed.
+    let queued = client.get_data("/cut");
+    other
+        .set_data("/cut", "1", None)
+        .await
+        .expect("change while cut off");
+    proxy.restore();
+
+    let event = within(watch.changed())
+        .await
+        .expect("fired after reconnect");
+    assert_eq!(event.event_type, EventType::NODE_DATA_CHANGED);
+    assert_eq!(&within(queued).await.expect("queued call").0[..], b"1");
+    assert_eq!(client.state(), SessionState::Connected);
+    assert_eq!(client.session_id(), session, "same session");
+}
+
+#[tokio::test]
+async fn a_session_cut_off_past_its_timeout_expires_and_its_ephemerals_vanish() {
+    let server = support::server().await;
+    let proxy = support::Proxy::start(server.addr()).await;
+    let client = support::connect(&proxy.connect_string()).await;
+    let other = support::connect(&server.connect_string()).await;
+    client
+        .create("/gone", "", &CreateOptions::ephemeral())
+        .await
+        .expect("create");
+    let (_, _, lost) = client.get_data_watch("/gone").await.expect("getData");
+    let (_, deleted) = other.exists_watch("/gone").await.expect("exists");
+
+    proxy.cut();
+    // The server expires the session after 4 s without hearing from it.
+    let event = tokio::time::timeout(Duration::from_secs(15), deleted.changed())
+        .await
+        .expect("the ensemble expired the session")
+        .expect("event");
+    assert_eq!(event.event_type, EventType::NODE_DELETED);
+    // Cut off for the whole timeout, the client reports the expiry itself.
+    support::wait_for_state(&client, SessionState::Expired, Duration::from_secs(10)).await;
+    assert_eq!(within(lost.changed()).await, Err(Error::SessionExpired));
+    assert_eq!(client.get_data("/gone").await, Err(Error::SessionExpired));
+    proxy.restore();
+}
+
+#[tokio::test]
+async fn a_session_moves_to_another_server_when_its_server_dies() {
+    let ensemble = tokio::task::spawn_blocking(|| {
+        let ensemble = zk_testkit::Ensemble::start(3).expect("start ensemble");
+        ensemble.wait_for_leader().expect("leader");
+        ensemble
+    })
+    .await
+    .expect("task");
+    let client = support::builder()
+        .session_timeout(Duration::from_secs(10))
+        .keep_host_order(true)
+        .connect(&ensemble.connect_string())
+        .await
+        .expect("connect");
+    client
+        .create("/eph", "", &CreateOptions::ephemeral())
+        .await
+        .expect("create");
+    let session = client.session_id();
+    // With the order kept, the client is on the first server.
+    ensemble.kill(0);
+    support::wait_for_state(&client, SessionState::Disconnected, Duration::from_secs(10)).await;
+    support::wait_for_state(&client, SessionState::Connected, Duration::from_secs(20)).await;
+    assert_eq!(client.session_id(), session);
+    assert!(
+        client.exists("/eph").await.expect("exists").is_some(),
+        "the ephemeral survived"
+    );
+    let (path, _) = client
+        .create("/after", "", &CreateOptions::persistent())
+        .await
+        .expect("writes work on the new server");
+    assert_eq!(path, "/after");
+}
