@@ -1,0 +1,302 @@
+//! Leader election recipes (see `docs/recipes-election.md`).
+//!
+//! - [`LeaderLatch`]: every candidate holds an ephemeral sequential node (Curator
+//!   `LeaderLatch`-compatible names, `_c_<uuid>-latch-<seq>`); the lowest leads, each other
+//!   candidate watches its predecessor only (no herd effect).
+//! - [`MasterElection`]: candidates race to create one ephemeral node holding their id; the
+//!   losers watch it and race again when it goes, the previous master with a head start.
+//! - [`elect_once`]: a one-shot election: every candidate creates a node, the lowest wins,
+//!   the others remove theirs and leave.
+//! - [`run_while_leading`] runs a future while a [`Leadership`] lasts and drops it when the
+//!   leadership is lost; [`run_once`] runs a task only if no one has been recorded before.
+//!
+//! **Leadership and the session.** A leader reports the loss of its leadership as soon as
+//! its client leaves the `Connected` state (`Disconnected`, `Expired`, `Closed`, …), not when
+//! the session expires. Another candidate can only be told it leads after the leader's
+//! ephemeral node is gone, that is after the server expired the session (a full session
+//! timeout without the client), or after the leader gave up. The client notices a dead
+//! connection at the latest after its read timeout (two thirds of the session timeout), so the
+//! loss is reported before anyone else can lead. When the connection comes back with the
+//! session intact, the node is still there and the leadership is reported again.
+
+mod latch;
+mod master;
+mod once;
+mod run;
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+use zk_proto::{Client, CreateOptions, Error, Result, SessionState};
+
+pub use latch::{LeaderLatch, current_leader};
+pub use master::{DEFAULT_HEAD_START, MasterElection, MasterElectionBuilder, current_master};
+pub use once::{OneShotOutcome, elect_once, wait_until_gone};
+pub use run::{RunOnceOutcome, RunOutcome, run_once, run_while_leading};
+
+/// A view of one candidate's leadership: whether it leads now, and its changes.
+///
+/// Cloning gives another independent view of the same candidate. When the election ends
+/// (closed by the caller, or the session ended, or an unexpected server error), the
+/// leadership is `false` for good and [`end_reason`](Self::end_reason) tells why.
+#[derive(Debug, Clone)]
+pub struct Leadership {
+    rx: watch::Receiver<bool>,
+    end: Arc<Mutex<Option<Error>>>,
+}
+
+impl Leadership {
+    /// Whether the candidate leads now.
+    pub fn is_leading(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// A `tokio::sync::watch` receiver of the leadership (`true` while leading); its
+    /// `changed()` fails once the election has ended.
+    pub fn receiver(&self) -> watch::Receiver<bool> {
+        self.rx.clone()
+    }
+
+    /// Why the election ended, `None` while it runs.
+    pub fn end_reason(&self) -> Option<Error> {
+        self.end.lock().ok().and_then(|end| end.clone())
+    }
+
+    /// Waits until the candidate leads (at once if it does).
+    ///
+    /// # Errors
+    ///
+    /// The reason the election ended ([`Error::Closed`] when it was closed by the caller,
+    /// [`Error::SessionExpired`] …) if it ends before this candidate leads.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    ///
+    /// # Session loss
+    ///
+    /// Leadership is never reported while the client is not `Connected`; this keeps waiting
+    /// through a disconnection, and fails when the session ends.
+    pub async fn wait_leading(&mut self) -> Result<()> {
+        let leading = self.rx.wait_for(|leading| *leading).await.is_ok();
+        if leading {
+            Ok(())
+        } else {
+            Err(self.end_reason().unwrap_or(Error::Closed))
+        }
+    }
+
+    /// Waits until the candidate does not lead (at once if it does not), or the election
+    /// ended.
+    ///
+    /// # Errors
+    ///
+    /// None: an ended election is a lost leadership.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    ///
+    /// # Session loss
+    ///
+    /// Returns as soon as the client leaves the `Connected` state.
+    pub async fn wait_lost(&mut self) -> Result<()> {
+        let _ = self.rx.wait_for(|leading| !*leading).await;
+        Ok(())
+    }
+
+    /// Waits for the next change of the leadership and returns the new value.
+    ///
+    /// # Errors
+    ///
+    /// The reason the election ended, once it has.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: a change not yet seen is seen by the next call.
+    ///
+    /// # Session loss
+    ///
+    /// The loss of the connection is a change to `false`.
+    pub async fn changed(&mut self) -> Result<bool> {
+        match self.rx.changed().await {
+            Ok(()) => Ok(*self.rx.borrow_and_update()),
+            Err(_) => Err(self.end_reason().unwrap_or(Error::Closed)),
+        }
+    }
+}
+
+/// The sending side of a [`Leadership`], owned by a driver task.
+#[derive(Debug)]
+struct Reporter {
+    tx: watch::Sender<bool>,
+    end: Arc<Mutex<Option<Error>>>,
+}
+
+impl Reporter {
+    fn new() -> (Reporter, Leadership) {
+        let (tx, rx) = watch::channel(false);
+        let end = Arc::new(Mutex::new(None));
+        (
+            Reporter {
+                tx,
+                end: end.clone(),
+            },
+            Leadership { rx, end },
+        )
+    }
+
+    fn set(&self, leading: bool) {
+        self.tx.send_if_modified(|current| {
+            let changed = *current != leading;
+            *current = leading;
+            changed
+        });
+        if leading {
+            tracing::debug!("leadership acquired");
+        }
+    }
+
+    /// Ends the election: not leading, for good. The reason is stored before the channel
+    /// closes, so a receiver that sees it closed finds the reason.
+    fn end(self, reason: Error) {
+        self.set(false);
+        if let Ok(mut end) = self.end.lock() {
+            *end = Some(reason);
+        }
+        drop(self.tx);
+    }
+}
+
+/// Reports the leadership lost whenever the client leaves the `Connected` state, whatever the
+/// driver is awaiting at that moment (a request queued while disconnected waits for the next
+/// connection). Never completes. Runs in the driver's task, so it cannot interleave with
+/// the driver's synchronous "connected? then leading" check.
+async fn loss_guard(client: &Client, reporter: &Reporter) {
+    let mut states = client.state_watcher();
+    while states.changed().await.is_ok() {
+        if *states.borrow_and_update() != SessionState::Connected {
+            reporter.set(false);
+        }
+    }
+    std::future::pending::<()>().await;
+}
+
+/// The error that a terminal session state stands for.
+fn terminal(state: SessionState) -> Option<Error> {
+    match state {
+        SessionState::Expired => Some(Error::SessionExpired),
+        SessionState::AuthFailed => Some(Error::AuthFailed),
+        SessionState::Closed => Some(Error::Closed),
+        _ => None,
+    }
+}
+
+/// The session as an election driver sees it.
+#[derive(Debug)]
+struct Session {
+    client: Client,
+    states: watch::Receiver<SessionState>,
+}
+
+impl Session {
+    fn new(client: Client) -> Session {
+        let states = client.state_watcher();
+        Session { client, states }
+    }
+
+    /// Whether the client is connected to a read/write server right now (marks the state
+    /// seen, so that [`changed`](Self::changed) wakes on the next change).
+    ///
+    /// A read-only server has lost its quorum, which may expire our session: no leadership
+    /// there.
+    fn connected_now(&mut self) -> Result<bool> {
+        let seen = *self.states.borrow_and_update();
+        let now = self.client.state();
+        if let Some(error) = terminal(now).or_else(|| terminal(seen)) {
+            return Err(error);
+        }
+        Ok(seen == SessionState::Connected && now == SessionState::Connected)
+    }
+
+    /// Waits until connected to a read/write server.
+    async fn wait_connected(&mut self) -> Result<()> {
+        while !self.connected_now()? {
+            self.changed().await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the next change of the session state.
+    async fn changed(&mut self) -> Result<()> {
+        if self.states.changed().await.is_err() {
+            return Err(terminal(self.client.state()).unwrap_or(Error::Closed));
+        }
+        Ok(())
+    }
+}
+
+/// Creates `path` and its missing ancestors as persistent nodes (existing ones are fine).
+async fn ensure_path(client: &Client, path: &str) -> Result<()> {
+    if path == "/" {
+        return Ok(());
+    }
+    let mut end = 0;
+    let options = CreateOptions::persistent();
+    while end < path.len() {
+        end = path[end + 1..]
+            .find('/')
+            .map_or(path.len(), |i| end + 1 + i);
+        match client.create(&path[..end], Vec::new(), &options).await {
+            Ok(_) | Err(Error::NodeExists) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The parent of an absolute path (`/` for a top-level node).
+fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// The last component of a path.
+fn name_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// `parent/child` (with a single `/` when the parent is the root).
+fn child_path(parent: &str, child: &str) -> String {
+    if parent.ends_with('/') {
+        format!("{parent}{child}")
+    } else {
+        format!("{parent}/{child}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_split_and_join() {
+        assert_eq!(parent_of("/a/b/c"), "/a/b");
+        assert_eq!(parent_of("/a"), "/");
+        assert_eq!(name_of("/a/b/c"), "c");
+        assert_eq!(child_path("/", "x"), "/x");
+        assert_eq!(child_path("/a", "x"), "/a/x");
+    }
+
+    #[test]
+    fn an_ended_leadership_tells_why() {
+        let (reporter, leadership) = Reporter::new();
+        reporter.set(true);
+        assert!(leadership.is_leading());
+        reporter.end(Error::SessionExpired);
+        assert!(!leadership.is_leading());
+        assert_eq!(leadership.end_reason(), Some(Error::SessionExpired));
+    }
+}

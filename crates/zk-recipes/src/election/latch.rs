@@ -1,0 +1,350 @@
+//! The leader latch: the lowest ephemeral sequential node leads.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result};
+
+use super::{Leadership, Reporter, Session, child_path, ensure_path, loss_guard, name_of};
+use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
+
+/// The name Curator's `LeaderLatch` gives its nodes (after the protected prefix).
+const LATCH_NAME: &str = "latch-";
+
+/// Back-off after a retryable error while connected (throttling, a request timeout).
+const RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// A candidate in a leader election where the lowest sequential node leads.
+///
+/// [`start`](Self::start) spawns a task that creates an ephemeral sequential node
+/// `<path>/_c_<uuid>-latch-<seq>` holding the candidate's id (the names of Curator's
+/// `LeaderLatch`, so both can run in the same election), and watches the node just before
+/// its own. The candidate leads while its node is the lowest **and** its client is
+/// `Connected`: leadership is reported lost as soon as the connection is lost (see the
+/// [module documentation](super)), and again when the connection is back with the session.
+///
+/// Giving up is [`close`](Self::close) (or dropping the latch): the node is deleted and the
+/// next candidate leads. When the session ends (expired, closed) the election ends for this
+/// candidate: a new session needs a new latch.
+#[derive(Debug)]
+pub struct LeaderLatch {
+    leadership: Leadership,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<()>>>,
+    attempt: String,
+}
+
+impl LeaderLatch {
+    /// Joins the election under `path` (created with its ancestors if missing) with the
+    /// candidate id `id` (the node's data, as Curator's participant id). Must be called
+    /// within a tokio runtime.
+    pub fn start(client: &Client, path: &str, id: impl Into<Bytes>) -> LeaderLatch {
+        let (reporter, leadership) = Reporter::new();
+        let (shutdown, shutdown_rx) = oneshot::channel();
+        let attempt = attempt_id();
+        let driver = Driver {
+            session: Session::new(client.clone()),
+            path: path.to_owned(),
+            attempt: attempt.clone(),
+            data: id.into(),
+            own: None,
+        };
+        let task = tokio::spawn(driver.run(reporter, shutdown_rx));
+        LeaderLatch {
+            leadership,
+            shutdown: Some(shutdown),
+            task: Some(task),
+            attempt,
+        }
+    }
+
+    /// Whether this candidate leads now.
+    pub fn is_leader(&self) -> bool {
+        self.leadership.is_leading()
+    }
+
+    /// The leadership of this candidate: its current value and a stream of its changes.
+    pub fn leadership(&self) -> Leadership {
+        self.leadership.clone()
+    }
+
+    /// The per-latch id in the node name (`_c_<id>-latch-<seq>`).
+    pub fn attempt_id(&self) -> &str {
+        &self.attempt
+    }
+
+    /// Waits until this candidate leads.
+    ///
+    /// # Errors
+    ///
+    /// The reason the election ended before ([`Error::SessionExpired`], [`Error::Closed`],
+    /// or the unexpected server error that stopped it).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes; the candidate stays in the election.
+    ///
+    /// # Session loss
+    ///
+    /// Keeps waiting while disconnected; fails when the session ends.
+    pub async fn await_leadership(&self) -> Result<()> {
+        self.leadership.clone().wait_leading().await
+    }
+
+    /// Leaves the election: leadership is reported lost at once, then the candidate's node
+    /// is deleted (so the next candidate leads) and the task ends.
+    ///
+    /// # Errors
+    ///
+    /// The error that deleting the node met (the node then stays until the session ends),
+    /// or the reason the election had already ended with ([`Error::SessionExpired`] …).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future still leaves the election: the task deletes the node in the
+    /// background.
+    ///
+    /// # Session loss
+    ///
+    /// While disconnected, the delete waits for the connection (bounded by the client's
+    /// request timeout and by the session's end); after expiry there is nothing to delete.
+    pub async fn close(mut self) -> Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or(Err(Error::Closed)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for LeaderLatch {
+    /// Leaves the election in the background (see [`close`](LeaderLatch::close)).
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+/// The task behind a [`LeaderLatch`].
+#[derive(Debug)]
+struct Driver {
+    session: Session,
+    path: String,
+    attempt: String,
+    data: Bytes,
+    own: Option<String>,
+}
+
+impl Driver {
+    async fn run(mut self, reporter: Reporter, mut shutdown: oneshot::Receiver<()>) -> Result<()> {
+        let client = self.session.client.clone();
+        let ended = tokio::select! {
+            biased;
+            _ = &mut shutdown => None,
+            error = self.drive(&reporter) => Some(error),
+            () = loss_guard(&client, &reporter) => None,
+        };
+        reporter.set(false);
+        match ended {
+            None => {
+                let removed = self.remove_own().await;
+                reporter.end(Error::Closed);
+                removed
+            }
+            Some(error) => {
+                tracing::debug!(path = %self.path, %error, "leader latch ended");
+                if !error.is_terminal() {
+                    let _ = self.remove_own().await;
+                }
+                reporter.end(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// Runs the election until an error that retrying cannot cure.
+    async fn drive(&mut self, reporter: &Reporter) -> Error {
+        loop {
+            let step = async {
+                self.session.wait_connected().await?;
+                self.step(reporter).await
+            };
+            match step.await {
+                Ok(()) => {}
+                Err(error) if error.is_retryable() => {
+                    reporter.set(false);
+                    if !matches!(error, Error::ConnectionLoss) {
+                        tokio::time::sleep(RETRY_DELAY).await;
+                    }
+                }
+                Err(error) => return error,
+            }
+        }
+    }
+
+    /// One look at the election: makes sure our node exists, leads or watches the
+    /// predecessor, and returns when something changed.
+    async fn step(&mut self, reporter: &Reporter) -> Result<()> {
+        let client = self.session.client.clone();
+        let own = match self.own.clone() {
+            Some(own) => own,
+            None => {
+                let own = self.create().await?;
+                self.own = Some(own.clone());
+                own
+            }
+        };
+        let mut children = match client.get_children(&self.path).await {
+            Ok(children) => children,
+            Err(Error::NoNode) => Vec::new(),
+            Err(error) => return Err(error),
+        };
+        sort_by_sequence(&mut children);
+        let Some(position) = children.iter().position(|c| c == name_of(&own)) else {
+            // Our node is gone (deleted by someone else): take a new place.
+            reporter.set(false);
+            self.own = None;
+            return Ok(());
+        };
+        if position == 0 {
+            let (stat, watch) = client.exists_watch(&own).await?;
+            if stat.is_none() {
+                reporter.set(false);
+                self.own = None;
+                return Ok(());
+            }
+            if !self.session.connected_now()? {
+                reporter.set(false);
+                return Ok(());
+            }
+            reporter.set(true);
+            tokio::select! {
+                changed = self.session.changed() => {
+                    // Whatever the new state, it is not the connection we led on.
+                    reporter.set(false);
+                    changed
+                }
+                event = watch.changed() => {
+                    let event = event?;
+                    if event.event_type == EventType::NODE_DELETED {
+                        reporter.set(false);
+                        self.own = None;
+                    }
+                    Ok(())
+                }
+            }
+        } else {
+            reporter.set(false);
+            // Watch the predecessor, and our own node in case someone else deletes it
+            // (both queued now, one round trip).
+            let predecessor = child_path(&self.path, &children[position - 1]);
+            let own_exists = client.exists_watch(&own);
+            let predecessor_exists = client.exists_watch(&predecessor);
+            let (own_stat, own_watch) = own_exists.await?;
+            let (stat, watch) = predecessor_exists.await?;
+            if own_stat.is_none() {
+                self.own = None;
+                return Ok(());
+            }
+            if stat.is_none() {
+                return Ok(());
+            }
+            tokio::select! {
+                changed = self.session.changed() => changed,
+                event = watch.changed() => event.map(drop),
+                event = own_watch.changed() => {
+                    if event?.event_type == EventType::NODE_DELETED {
+                        self.own = None;
+                    }
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Creates our node, finding it again when the reply was lost.
+    async fn create(&mut self) -> Result<String> {
+        let client = self.session.client.clone();
+        let prefix = child_path(&self.path, &protected_name(&self.attempt, LATCH_NAME));
+        let options = CreateOptions::new(CreateMode::EPHEMERAL_SEQUENTIAL);
+        loop {
+            match client.create(&prefix, self.data.clone(), &options).await {
+                Ok((path, _)) => return Ok(path),
+                Err(Error::NoNode) => ensure_path(&client, &self.path).await?,
+                Err(error) if error.is_outcome_unknown() => {
+                    self.session.wait_connected().await?;
+                    if let Some(found) = self.find_own().await?.into_iter().next() {
+                        return Ok(found);
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Our nodes (full paths), normally none or one.
+    async fn find_own(&self) -> Result<Vec<String>> {
+        let children = match self.session.client.get_children(&self.path).await {
+            Ok(children) => children,
+            Err(Error::NoNode) => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        Ok(children
+            .iter()
+            .filter(|child| is_own_node(child, &self.attempt))
+            .map(|child| child_path(&self.path, child))
+            .collect())
+    }
+
+    /// Deletes our nodes. Listed after any create still queued, so a create whose reply was
+    /// never read is found too.
+    async fn remove_own(&mut self) -> Result<()> {
+        self.own = None;
+        for node in self.find_own().await? {
+            match self.session.client.delete(&node, None).await {
+                Ok(()) | Err(Error::NoNode) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The current leader of the latch election under `path`: its node name and its id (the
+/// node's data); `None` when there is no candidate.
+///
+/// # Errors
+///
+/// The connection errors.
+///
+/// # Cancellation safety
+///
+/// Cancel-safe: it only reads.
+///
+/// # Session loss
+///
+/// Reads wait for the connection (bounded by the request timeout and the session's end).
+pub async fn current_leader(client: &Client, path: &str) -> Result<Option<(String, Bytes)>> {
+    loop {
+        let mut children = match client.get_children(path).await {
+            Ok(children) => children,
+            Err(Error::NoNode) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        sort_by_sequence(&mut children);
+        let Some(first) = children.into_iter().next() else {
+            return Ok(None);
+        };
+        match client.get_data(&child_path(path, &first)).await {
+            Ok((data, _)) => return Ok(Some((first, data))),
+            // Gone in between: look again.
+            Err(Error::NoNode) => {}
+            Err(error) => return Err(error),
+        }
+    }
+}

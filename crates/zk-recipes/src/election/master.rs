@@ -1,0 +1,296 @@
+//! The "master node" election: candidates race to create one ephemeral node.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use zk_proto::{Client, CreateOptions, Error, EventType, Result};
+
+use super::{Leadership, Reporter, Session, ensure_path, loss_guard, parent_of};
+
+/// Back-off after a retryable error while connected (throttling, a request timeout).
+const RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// The head start of the previous master by default.
+pub const DEFAULT_HEAD_START: Duration = Duration::from_secs(5);
+
+/// A candidate in a "master node" election.
+///
+/// Candidates race to create one ephemeral node (`path`) holding their id; the one whose
+/// session owns the node is the master (while its client is `Connected`, see the
+/// [module documentation](super)). The others watch the node and race again when it is
+/// deleted. A candidate that sees the node of *another* id deleted first waits for the head
+/// start ([`MasterElectionBuilder::head_start`]), so that a master whose session expired in
+/// a network blip and that comes back (with a new session, a new `MasterElection` with the
+/// same id) takes the node again instead of moving the mastership. A candidate that sees a
+/// node holding its own id deleted races at once.
+///
+/// Ids should be unique per candidate; they are compared to find the previous master.
+#[derive(Debug)]
+pub struct MasterElection {
+    leadership: Leadership,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<()>>>,
+}
+
+/// Settings of a [`MasterElection`].
+#[derive(Debug, Clone)]
+pub struct MasterElectionBuilder {
+    path: String,
+    id: Bytes,
+    head_start: Duration,
+}
+
+impl MasterElectionBuilder {
+    /// How long a candidate waits before racing after another candidate's node was deleted
+    /// ([`DEFAULT_HEAD_START`] by default). Zero disables the head start.
+    #[must_use]
+    pub fn head_start(mut self, head_start: Duration) -> Self {
+        self.head_start = head_start;
+        self
+    }
+
+    /// Joins the election. Must be called within a tokio runtime.
+    pub fn start(self, client: &Client) -> MasterElection {
+        let (reporter, leadership) = Reporter::new();
+        let (shutdown, shutdown_rx) = oneshot::channel();
+        let driver = Driver {
+            session: Session::new(client.clone()),
+            path: self.path,
+            id: self.id,
+            head_start: self.head_start,
+        };
+        let task = tokio::spawn(driver.run(reporter, shutdown_rx));
+        MasterElection {
+            leadership,
+            shutdown: Some(shutdown),
+            task: Some(task),
+        }
+    }
+}
+
+impl MasterElection {
+    /// Settings for a candidate with the id `id` racing for the node `path` (its parent is
+    /// created if missing).
+    pub fn builder(path: &str, id: impl Into<Bytes>) -> MasterElectionBuilder {
+        MasterElectionBuilder {
+            path: path.to_owned(),
+            id: id.into(),
+            head_start: DEFAULT_HEAD_START,
+        }
+    }
+
+    /// Joins the election with the default settings. Must be called within a tokio runtime.
+    pub fn start(client: &Client, path: &str, id: impl Into<Bytes>) -> MasterElection {
+        Self::builder(path, id).start(client)
+    }
+
+    /// Whether this candidate is the master now.
+    pub fn is_master(&self) -> bool {
+        self.leadership.is_leading()
+    }
+
+    /// This candidate's mastership: its current value and a stream of its changes.
+    pub fn leadership(&self) -> Leadership {
+        self.leadership.clone()
+    }
+
+    /// Waits until this candidate is the master.
+    ///
+    /// # Errors
+    ///
+    /// The reason the election ended before ([`Error::SessionExpired`], [`Error::Closed`],
+    /// or the unexpected server error that stopped it).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    ///
+    /// # Session loss
+    ///
+    /// Keeps waiting while disconnected; fails when the session ends.
+    pub async fn await_leadership(&self) -> Result<()> {
+        self.leadership.clone().wait_leading().await
+    }
+
+    /// Leaves the election: mastership is reported lost at once, then the master node is
+    /// deleted if this session owns it, and the task ends.
+    ///
+    /// # Errors
+    ///
+    /// The error that deleting the node met (it then stays until the session ends), or the
+    /// reason the election had already ended with.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future still leaves the election in the background.
+    ///
+    /// # Session loss
+    ///
+    /// While disconnected, the delete waits for the connection (bounded by the client's
+    /// request timeout and by the session's end).
+    pub async fn close(mut self) -> Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or(Err(Error::Closed)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for MasterElection {
+    /// Leaves the election in the background (see [`close`](MasterElection::close)).
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+/// The id held by the master node `path`, `None` when there is no master.
+///
+/// # Errors
+///
+/// The connection errors.
+///
+/// # Cancellation safety
+///
+/// Cancel-safe: it only reads.
+///
+/// # Session loss
+///
+/// The read waits for the connection (bounded by the request timeout and the session's end).
+pub async fn current_master(client: &Client, path: &str) -> Result<Option<Bytes>> {
+    match client.get_data(path).await {
+        Ok((data, _)) => Ok(Some(data)),
+        Err(Error::NoNode) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// The task behind a [`MasterElection`].
+#[derive(Debug)]
+struct Driver {
+    session: Session,
+    path: String,
+    id: Bytes,
+    head_start: Duration,
+}
+
+impl Driver {
+    async fn run(mut self, reporter: Reporter, mut shutdown: oneshot::Receiver<()>) -> Result<()> {
+        let client = self.session.client.clone();
+        let ended = tokio::select! {
+            biased;
+            _ = &mut shutdown => None,
+            error = self.drive(&reporter) => Some(error),
+            () = loss_guard(&client, &reporter) => None,
+        };
+        reporter.set(false);
+        match ended {
+            None => {
+                let removed = self.remove_own().await;
+                reporter.end(Error::Closed);
+                removed
+            }
+            Some(error) => {
+                tracing::debug!(path = %self.path, %error, "master election ended");
+                if !error.is_terminal() {
+                    let _ = self.remove_own().await;
+                }
+                reporter.end(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    async fn drive(&mut self, reporter: &Reporter) -> Error {
+        loop {
+            let step = async {
+                self.session.wait_connected().await?;
+                self.step(reporter).await
+            };
+            match step.await {
+                Ok(()) => {}
+                Err(error) if error.is_retryable() => {
+                    reporter.set(false);
+                    if !matches!(error, Error::ConnectionLoss) {
+                        tokio::time::sleep(RETRY_DELAY).await;
+                    }
+                }
+                Err(error) => return error,
+            }
+        }
+    }
+
+    /// One race: create the node (or find it taken), then lead or watch until something
+    /// changes.
+    async fn step(&mut self, reporter: &Reporter) -> Result<()> {
+        let client = self.session.client.clone();
+        // A create whose reply was lost is found below by the owner of the node.
+        match client
+            .create(&self.path, self.id.clone(), &CreateOptions::ephemeral())
+            .await
+        {
+            Ok(_) | Err(Error::NodeExists) => {}
+            Err(Error::NoNode) => return ensure_path(&client, parent_of(&self.path)).await,
+            Err(error) => return Err(error),
+        }
+        let (data, stat, watch) = match client.get_data_watch(&self.path).await {
+            Ok(found) => found,
+            Err(Error::NoNode) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        if stat.ephemeral_owner == client.session_id() {
+            if !self.session.connected_now()? {
+                reporter.set(false);
+                return Ok(());
+            }
+            reporter.set(true);
+            tokio::select! {
+                changed = self.session.changed() => {
+                    reporter.set(false);
+                    changed
+                }
+                event = watch.changed() => {
+                    if event?.event_type == EventType::NODE_DELETED {
+                        reporter.set(false);
+                    }
+                    Ok(())
+                }
+            }
+        } else {
+            reporter.set(false);
+            tokio::select! {
+                changed = self.session.changed() => changed,
+                event = watch.changed() => {
+                    if event?.event_type == EventType::NODE_DELETED
+                        && data != self.id
+                        && !self.head_start.is_zero()
+                    {
+                        tracing::debug!(path = %self.path, "master gone; head start for it");
+                        tokio::time::sleep(self.head_start).await;
+                    }
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Deletes the master node if this session owns it.
+    async fn remove_own(&mut self) -> Result<()> {
+        let client = &self.session.client;
+        match client.exists(&self.path).await? {
+            Some(stat) if stat.ephemeral_owner == client.session_id() => {
+                match client.delete(&self.path, Some(stat.version)).await {
+                    Ok(()) | Err(Error::NoNode | Error::BadVersion) => Ok(()),
+                    Err(error) => Err(error),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The one-shot election: every candidate creates a node, the lowest wins, the others leave.
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use zk_proto::{Client, CreateMode, CreateOptions, Error, Result};
+
+use super::{child_path, ensure_path, name_of};
+use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
+
+/// The name of one-shot candidates' nodes (after the protected prefix).
+const ONCE_NAME: &str = "once-";
+
+/// How a one-shot election ended for a candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OneShotOutcome {
+    /// This candidate leads, as long as its node (an ephemeral node of its session) exists:
+    /// until the session ends or the node is deleted (which is how to resign).
+    Won {
+        /// The winning node (full path).
+        node: String,
+    },
+    /// Another candidate leads; this candidate's node was removed.
+    Lost {
+        /// The leader's node (full path); [`wait_until_gone`] waits for its end.
+        leader: String,
+    },
+}
+
+/// Runs a one-shot election under `path` (created with its ancestors if missing): creates an
+/// ephemeral sequential node `_c_<uuid>-once-<seq>` holding `id`, lists the candidates, and
+/// wins if its node is the lowest; otherwise deletes its node and reports the leader.
+///
+/// At most one winner is alive at a time: a candidate that comes late gets a higher
+/// number and loses to the living winner. Once the winner is gone, the next call of
+/// `elect_once` (by anyone) elects a new winner.
+///
+/// # Errors
+///
+/// The server's errors ([`Error::NoAuth`] …), [`Error::NoNode`] when this candidate's node
+/// was deleted by someone else before the listing, and the session's end
+/// ([`Error::SessionExpired`], [`Error::Closed`]). Retryable errors (a lost connection, a
+/// request timeout) are retried until the session ends; a create whose reply was lost is
+/// found again by its unique name.
+///
+/// # Cancellation safety
+///
+/// The election runs in a task of its own: dropping the future does not stop it, and a
+/// candidate that won after its caller went away deletes its node, so no one is left
+/// leading without knowing it.
+///
+/// # Session loss
+///
+/// A winner's leadership ends with its session; losing only the connection does not end it
+/// on the server, but the caller should treat a `Disconnected` client as no longer leading
+/// (its node goes when the server expires the session).
+pub async fn elect_once(
+    client: &Client,
+    path: &str,
+    id: impl Into<Bytes>,
+) -> Result<OneShotOutcome> {
+    let (tx, rx) = oneshot::channel();
+    let client = client.clone();
+    let path = path.to_owned();
+    let id = id.into();
+    tokio::spawn(async move {
+        let outcome = run(&client, &path, id).await;
+        if let Err(Ok(OneShotOutcome::Won { node })) = tx.send(outcome) {
+            let _ = client.delete(&node, None).await;
+        }
+    });
+    rx.await.unwrap_or(Err(Error::Closed))
+}
+
+async fn run(client: &Client, path: &str, id: Bytes) -> Result<OneShotOutcome> {
+    let attempt = attempt_id();
+    let own = create(client, path, &attempt, id).await?;
+    let mut children = list(client, path).await?;
+    sort_by_sequence(&mut children);
+    match children.first() {
+        Some(first) if first == name_of(&own) => Ok(OneShotOutcome::Won { node: own }),
+        first => {
+            let leader = first.map(|first| child_path(path, first));
+            delete_retrying(client, &own).await?;
+            match leader {
+                Some(leader) => Ok(OneShotOutcome::Lost { leader }),
+                // Our own node was missing from the list: it was deleted by someone else.
+                None => Err(Error::NoNode),
+            }
+        }
+    }
+}
+
+async fn create(client: &Client, path: &str, attempt: &str, id: Bytes) -> Result<String> {
+    let prefix = child_path(path, &protected_name(attempt, ONCE_NAME));
+    let options = CreateOptions::new(CreateMode::EPHEMERAL_SEQUENTIAL);
+    loop {
+        match client.create(&prefix, id.clone(), &options).await {
+            Ok((node, _)) => return Ok(node),
+            Err(Error::NoNode) => ensure_path(client, path).await?,
+            Err(error) if error.is_outcome_unknown() => {
+                // Queued after the lost create: it sees the node if the create was applied.
+                let own = list(client, path)
+                    .await?
+                    .into_iter()
+                    .find(|child| is_own_node(child, attempt));
+                if let Some(own) = own {
+                    return Ok(child_path(path, &own));
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The children of `path`, retrying a lost connection.
+async fn list(client: &Client, path: &str) -> Result<Vec<String>> {
+    loop {
+        match client.get_children(path).await {
+            Ok(children) => return Ok(children),
+            Err(Error::NoNode) => return Ok(Vec::new()),
+            Err(error) if error.is_retryable() => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+async fn delete_retrying(client: &Client, node: &str) -> Result<()> {
+    loop {
+        match client.delete(node, None).await {
+            Ok(()) | Err(Error::NoNode) => return Ok(()),
+            Err(error) if error.is_retryable() => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Waits until `node` (a one-shot leader's node) does not exist.
+///
+/// # Errors
+///
+/// The connection errors other than a lost connection (retried), and the session's end.
+///
+/// # Cancellation safety
+///
+/// Cancel-safe: it only watches.
+///
+/// # Session loss
+///
+/// Keeps waiting through a disconnection (the watch is re-registered on reconnect); fails
+/// when the session ends.
+pub async fn wait_until_gone(client: &Client, node: &str) -> Result<()> {
+    loop {
+        match client.exists_watch(node).await {
+            Ok((None, _)) => return Ok(()),
+            Ok((Some(_), watch)) => {
+                watch.changed().await?;
+            }
+            Err(error) if error.is_retryable() => {}
+            Err(error) => return Err(error),
+        }
+    }
+}

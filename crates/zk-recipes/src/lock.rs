@@ -1,0 +1,937 @@
+//! Distributed locks on ephemeral-sequential nodes: a mutex ([`Lock`]), a read-write lock
+//! ([`ReadWriteLock`]) and a counting semaphore ([`Semaphore`]), with node names compatible
+//! with Apache Curator's `InterProcessMutex` and `InterProcessReadWriteLock`.
+//!
+//! The design, the round-trip counts and the failure cases are described in
+//! `docs/recipes-lock.md`. In short:
+//!
+//! - every contender creates `<path>/_c_<uuid>-<name><seq>` (ephemeral, sequential) and lists
+//!   the children in the same round trip (the two requests are sent back to back);
+//! - the contenders are ordered by sequence number; the lowest holds a mutex;
+//! - a waiter watches only the node it waits for (its immediate blocking predecessor), and when
+//!   that node was the only one in its way, its deletion alone grants the lock (no new listing);
+//! - a lost create reply is recovered by finding the node by its per-attempt `<uuid>`;
+//! - a cancelled, failed or timed-out acquire deletes its node;
+//! - the held lock is a [`LockGuard`] that tells when the session (and so possibly the lock) is
+//!   suspended or lost, and carries a fencing token (the node's czxid).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use zk_proto::{Client, CreateMode, CreateOptions, EventType, OneshotWatcher, SessionState};
+
+/// A listing and, for the semaphore, its children watch.
+type Listing = (Vec<String>, Option<OneshotWatcher>);
+
+use crate::sequential::{attempt_id, is_own_node, protected_name, sequence_of, sort_by_sequence};
+
+/// The node name Curator's `InterProcessMutex` uses (`_c_<uuid>-lock-<seq>`).
+pub const MUTEX_NAME: &str = "lock-";
+/// The node name of the read side of Curator's `InterProcessReadWriteLock`.
+pub const READ_NAME: &str = "__READ__";
+/// The node name of the write side of Curator's `InterProcessReadWriteLock`.
+pub const WRITE_NAME: &str = "__WRITE__";
+/// The node name of this crate's [`Semaphore`] leases (not compatible with Curator's
+/// semaphores).
+pub const LEASE_NAME: &str = "lease-";
+
+/// Why a lock operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// A ZooKeeper call failed (for example [`zk_proto::Error::SessionExpired`]).
+    #[error(transparent)]
+    Zk(#[from] zk_proto::Error),
+    /// The acquire did not succeed within its timeout; its node was deleted.
+    #[error("the lock was not acquired within the timeout")]
+    Timeout,
+    /// The lock (or the contender's node) is gone: the session ended, or the node was deleted
+    /// by someone else.
+    #[error("the lock was lost (session ended or node deleted)")]
+    Lost,
+    /// The parent's sequence counter wrapped past `i32::MAX`: the order of the contenders can
+    /// no longer be told from their names. Recreate the lock's parent node.
+    #[error("the sequence counter of the lock node wrapped (child {child})")]
+    SequenceWrapped {
+        /// The child whose sequence number could not be read.
+        child: String,
+    },
+}
+
+/// The result of the lock operations.
+pub type Result<T, E = LockError> = std::result::Result<T, E>;
+
+/// Which contenders stand in the way of which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// Every earlier contender blocks (mutex and write lock): one holder.
+    Exclusive,
+    /// Only earlier writers block (read lock).
+    Read,
+    /// Every earlier contender blocks, up to `n` holders (semaphore).
+    Permits(usize),
+}
+
+/// One kind of contender: its node name and its rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kind {
+    name: &'static str,
+    rule: Rule,
+    /// The node names taking part in the same queue (others are ignored).
+    participants: &'static [&'static str],
+}
+
+const MUTEX: Kind = Kind {
+    name: MUTEX_NAME,
+    rule: Rule::Exclusive,
+    participants: &[MUTEX_NAME],
+};
+const READ: Kind = Kind {
+    name: READ_NAME,
+    rule: Rule::Read,
+    participants: &[READ_NAME, WRITE_NAME],
+};
+const WRITE: Kind = Kind {
+    name: WRITE_NAME,
+    rule: Rule::Exclusive,
+    participants: &[READ_NAME, WRITE_NAME],
+};
+
+/// What a contender does after a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decision {
+    /// It holds the lock.
+    Acquired,
+    /// It waits for `node` to go; `last`: that node is the only one in its way, so its
+    /// deletion grants the lock (sequence numbers only grow, so no earlier node can appear).
+    Watch { node: String, last: bool },
+    /// It waits for any change of the children (semaphore).
+    WatchChildren,
+    /// Its own node is not among the children.
+    Missing,
+}
+
+/// Whether `name` ends with a sequence number the server formatted after its counter wrapped
+/// (a negative number: `-000000005`, `-2147483648`, or a value above `i32::MAX`).
+fn is_wrapped(name: &str) -> bool {
+    let Some(tail) = name.len().checked_sub(10).and_then(|i| name.get(i..)) else {
+        return false;
+    };
+    let all_digits = tail.bytes().all(|b| b.is_ascii_digit());
+    let negative = tail.starts_with('-') && tail[1..].bytes().all(|b| b.is_ascii_digit());
+    negative || (all_digits && sequence_of(name).is_none())
+}
+
+/// Decides from a listing. `own` is the contender's node name (without the parent).
+fn decide(kind: Kind, children: &[String], own: &str) -> Result<Decision> {
+    let mut queue: Vec<String> = Vec::with_capacity(children.len());
+    for child in children {
+        if !kind.participants.iter().any(|p| child.contains(p)) {
+            continue;
+        }
+        if sequence_of(child).is_none() {
+            if is_wrapped(child) {
+                return Err(LockError::SequenceWrapped {
+                    child: child.clone(),
+                });
+            }
+            // Not a sequential node: not a contender.
+            continue;
+        }
+        queue.push(child.clone());
+    }
+    sort_by_sequence(&mut queue);
+    let Some(index) = queue.iter().position(|c| c == own) else {
+        return Ok(Decision::Missing);
+    };
+    let before = &queue[..index];
+    match kind.rule {
+        Rule::Exclusive => Ok(match before.last() {
+            None => Decision::Acquired,
+            Some(node) => Decision::Watch {
+                node: node.clone(),
+                last: before.len() == 1,
+            },
+        }),
+        Rule::Read => {
+            let mut writers = before.iter().filter(|c| c.contains(WRITE_NAME));
+            let first = writers.next_back();
+            Ok(match first {
+                None => Decision::Acquired,
+                Some(node) => Decision::Watch {
+                    node: node.clone(),
+                    last: writers.next().is_none(),
+                },
+            })
+        }
+        Rule::Permits(n) if before.len() < n => Ok(Decision::Acquired),
+        Rule::Permits(_) => Ok(Decision::WatchChildren),
+    }
+}
+
+/// A contender's node while it is being acquired: deleted when the acquire does not succeed.
+struct Attempt {
+    client: Client,
+    parent: String,
+    id: String,
+    /// The node's full path, once known.
+    node: Option<String>,
+    /// A create may have been applied without us knowing the node (reply lost or in flight).
+    unsure: bool,
+    /// Whether the node must be deleted when this is dropped.
+    armed: bool,
+}
+
+impl Attempt {
+    /// Deletes the attempt's node(s) and waits for it.
+    async fn cleanup(mut self) {
+        self.armed = false;
+        cleanup(
+            self.client.clone(),
+            std::mem::take(&mut self.parent),
+            std::mem::take(&mut self.id),
+            self.node.take(),
+            self.unsure,
+        )
+        .await;
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        // Cancellation: the delete of a known node is queued right now (zk_proto queues a
+        // call when it is made), so it is sent even without a runtime to drive a task.
+        let node = self.node.take();
+        let first = node.as_ref().map(|n| self.client.delete(n, None));
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (client, parent, id, unsure) = (
+            self.client.clone(),
+            std::mem::take(&mut self.parent),
+            std::mem::take(&mut self.id),
+            self.unsure,
+        );
+        handle.spawn(async move {
+            // Delete the known node again only if the first delete's outcome is unknown.
+            let node = match first {
+                Some(first) => match first.await {
+                    Err(e) if e.is_retryable() => node,
+                    _ => None,
+                },
+                None => None,
+            };
+            cleanup(client, parent, id, node, unsure).await;
+        });
+    }
+}
+
+/// Deletes `node` (if known) and, when a create's outcome is unknown, every node of the
+/// attempt `id`. Retries the retryable errors; gives up when the session is over (its
+/// ephemeral nodes are then gone anyway).
+async fn cleanup(client: Client, parent: String, id: String, node: Option<String>, unsure: bool) {
+    if let Some(node) = node {
+        delete_retrying(&client, &node).await;
+    }
+    if !unsure {
+        return;
+    }
+    loop {
+        match client.get_children(&parent).await {
+            Ok(children) => {
+                for child in children.iter().filter(|c| is_own_node(c, &id)) {
+                    delete_retrying(&client, &format!("{parent}/{child}")).await;
+                }
+                return;
+            }
+            Err(e) if e.is_retryable() => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Deletes a node, retrying while the outcome is unknown; a missing node is fine.
+async fn delete_retrying(client: &Client, node: &str) {
+    loop {
+        match client.delete(node, None).await {
+            Err(e) if e.is_retryable() => continue,
+            Err(zk_proto::Error::NoNode) | Ok(()) => return,
+            Err(e) => {
+                tracing::debug!(node, error = %e, "could not delete a lock node");
+                return;
+            }
+        }
+    }
+}
+
+/// Creates `path` and its missing ancestors as container nodes.
+async fn ensure_parents(client: &Client, path: &str) -> Result<()> {
+    let mut missing = vec![path.to_owned()];
+    while let Some(path) = missing.last().cloned() {
+        match client
+            .create(&path, "", &CreateOptions::new(CreateMode::CONTAINER))
+            .await
+        {
+            Ok(_) | Err(zk_proto::Error::NodeExists) => {
+                missing.pop();
+            }
+            Err(zk_proto::Error::NoNode) => match path.rsplit_once('/') {
+                Some((parent, _)) if !parent.is_empty() => missing.push(parent.to_owned()),
+                _ => return Err(zk_proto::Error::NoNode.into()),
+            },
+            Err(e) if e.is_retryable() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The machinery shared by the three recipes: one queue of contenders under a parent node.
+#[derive(Debug, Clone)]
+struct Queue {
+    client: Client,
+    parent: String,
+    kind: Kind,
+}
+
+impl Queue {
+    fn new(client: Client, path: &str, kind: Kind) -> Self {
+        let parent = path.trim_end_matches('/');
+        let parent = if parent.is_empty() { "/" } else { parent };
+        Queue {
+            client,
+            parent: parent.to_owned(),
+            kind,
+        }
+    }
+
+    fn child_path(&self, name: &str) -> String {
+        if self.parent == "/" {
+            format!("/{name}")
+        } else {
+            format!("{}/{name}", self.parent)
+        }
+    }
+
+    async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
+        let mut attempt = Attempt {
+            client: self.client.clone(),
+            parent: self.parent.clone(),
+            id: attempt_id(),
+            node: None,
+            unsure: false,
+            armed: true,
+        };
+        let result = match timeout {
+            None => self.run(&mut attempt).await,
+            Some(timeout) => tokio::time::timeout(timeout, self.run(&mut attempt))
+                .await
+                .unwrap_or(Err(LockError::Timeout)),
+        };
+        match result {
+            Ok(guard) => {
+                attempt.armed = false;
+                Ok(guard)
+            }
+            Err(e) => {
+                attempt.cleanup().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates the node (recovering a lost reply) and waits for the lock.
+    async fn run(&self, attempt: &mut Attempt) -> Result<LockGuard> {
+        let prefix = self.child_path(&protected_name(&attempt.id, self.kind.name));
+        let options = CreateOptions::new(CreateMode::EPHEMERAL_SEQUENTIAL);
+        let watch_children = matches!(self.kind.rule, Rule::Permits(_));
+        // 1. Create and list in one round trip.
+        let (own, czxid, mut children) = loop {
+            attempt.unsure = true;
+            let create = self.client.create(&prefix, "", &options);
+            let list = self.listing(watch_children);
+            match create.await {
+                Ok((path, stat)) => {
+                    attempt.unsure = false;
+                    attempt.node = Some(path.clone());
+                    // The listing was executed after the create: it holds our node.
+                    break (path, stat.czxid, list.await.ok());
+                }
+                Err(zk_proto::Error::NoNode) => {
+                    // No parent (or its container was just removed): create it, retry.
+                    attempt.unsure = false;
+                    drop(list);
+                    ensure_parents(&self.client, &self.parent).await?;
+                }
+                Err(e) if e.is_outcome_unknown() || e.is_retryable() => {
+                    drop(list);
+                    if let Some((path, czxid)) = self.find_own(attempt).await? {
+                        attempt.unsure = false;
+                        attempt.node = Some(path.clone());
+                        break (path, czxid, None);
+                    }
+                    // Not applied: create again under the same id (a late duplicate would
+                    // be found and deleted by `find_own`'s duplicate check below).
+                }
+                Err(e) => {
+                    attempt.unsure = false;
+                    return Err(e.into());
+                }
+            }
+        };
+        let own_name = own.rsplit('/').next().unwrap_or(&own).to_owned();
+        // 2. Wait for our turn.
+        loop {
+            let (listing, children_watch) = match children.take() {
+                Some(listing) => listing,
+                None => match self.listing(watch_children).await {
+                    Ok(listing) => listing,
+                    Err(e) if e.is_retryable() => continue,
+                    Err(e) => return Err(e.into()),
+                },
+            };
+            self.drop_duplicates(&listing, &attempt.id, &own_name).await;
+            match decide(self.kind, &listing, &own_name)? {
+                Decision::Acquired => return Ok(self.guard(own, czxid)),
+                Decision::Missing => return Err(LockError::Lost),
+                Decision::WatchChildren => {
+                    if let Some(watch) = children_watch {
+                        watch.changed().await.map_err(LockError::from)?;
+                    }
+                }
+                Decision::Watch { node, last } => {
+                    let path = self.child_path(&node);
+                    match self.client.get_data_watch(&path).await {
+                        Ok((_, _, watch)) => {
+                            let event = watch.changed().await?;
+                            if last && event.event_type == EventType::NODE_DELETED {
+                                return Ok(self.guard(own, czxid));
+                            }
+                        }
+                        Err(zk_proto::Error::NoNode) if last => {
+                            return Ok(self.guard(own, czxid));
+                        }
+                        Err(zk_proto::Error::NoNode) => {}
+                        Err(e) if e.is_retryable() => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lists the children (queued now), with a children watch for the semaphore.
+    fn listing(
+        &self,
+        watch: bool,
+    ) -> Pin<Box<dyn Future<Output = zk_proto::Result<Listing>> + Send + 'static>> {
+        if watch {
+            let list = self.client.get_children_watch(&self.parent);
+            Box::pin(async move { list.await.map(|(c, w)| (c, Some(w))) })
+        } else {
+            let list = self.client.get_children(&self.parent);
+            Box::pin(async move { list.await.map(|c| (c, None)) })
+        }
+    }
+
+    /// After a create with an unknown outcome: looks for the attempt's node.
+    async fn find_own(&self, attempt: &Attempt) -> Result<Option<(String, i64)>> {
+        loop {
+            // `sync` first, so that the server we list on has seen every committed create.
+            let sync = self.client.sync(&self.parent);
+            let list = self.client.get_children(&self.parent);
+            let _ = sync.await;
+            let mut own: Vec<String> = match list.await {
+                Ok(children) => children
+                    .into_iter()
+                    .filter(|c| is_own_node(c, &attempt.id))
+                    .collect(),
+                Err(zk_proto::Error::NoNode) => return Ok(None),
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e.into()),
+            };
+            sort_by_sequence(&mut own);
+            let Some(first) = own.first() else {
+                return Ok(None);
+            };
+            let path = self.child_path(first);
+            match self.client.get_data(&path).await {
+                Ok((_, stat)) => return Ok(Some((path, stat.czxid))),
+                Err(zk_proto::Error::NoNode) => return Ok(None),
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Deletes any other node of the same attempt (a create applied twice after a lost reply).
+    async fn drop_duplicates(&self, listing: &[String], id: &str, own: &str) {
+        for child in listing.iter().filter(|c| is_own_node(c, id) && *c != own) {
+            delete_retrying(&self.client, &self.child_path(child)).await;
+        }
+    }
+
+    fn guard(&self, node: String, czxid: i64) -> LockGuard {
+        LockGuard {
+            client: self.client.clone(),
+            node: Some(node),
+            czxid,
+            states: self.client.state_watcher(),
+        }
+    }
+}
+
+/// Whether a held lock can still be trusted, from the session's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Validity {
+    /// Connected: the lock is held.
+    Held,
+    /// The connection is lost (or the client is on a read-only server): the session, and
+    /// the lock with it, may still be alive, or may expire at any moment. Stop the work
+    /// that needs the lock until it is [`Held`](Validity::Held) again.
+    Suspended,
+    /// The session is over (expired, closed, authentication failed): the lock is gone.
+    Lost,
+}
+
+impl Validity {
+    fn of(state: SessionState) -> Validity {
+        match state {
+            SessionState::Connected => Validity::Held,
+            SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
+                Validity::Lost
+            }
+            _ => Validity::Suspended,
+        }
+    }
+}
+
+/// A held lock (or read lock, write lock, semaphore lease).
+///
+/// Released by [`release`](LockGuard::release), or when dropped: the delete is then queued at
+/// once (`zk_proto` queues a call when it is made) and retried in a background task if its
+/// connection drops (when a tokio runtime is available).
+///
+/// # Session loss
+///
+/// The lock is an ephemeral node: it lives as long as the session. While the client is
+/// disconnected, the session may expire on the server without the client knowing yet, so
+/// [`validity`](LockGuard::validity) is [`Validity::Suspended`]; after expiry it is
+/// [`Validity::Lost`]. Await [`lost`](LockGuard::lost) next to the protected work to stop it,
+/// and pass the [`fencing_token`](LockGuard::fencing_token) to the protected resource so that
+/// it can refuse a late writer.
+#[derive(Debug)]
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LockGuard {
+    client: Client,
+    node: Option<String>,
+    czxid: i64,
+    states: watch::Receiver<SessionState>,
+}
+
+impl LockGuard {
+    /// The full path of the lock node.
+    pub fn node(&self) -> &str {
+        self.node.as_deref().unwrap_or_default()
+    }
+
+    /// The node's sequence number (the holders' order).
+    pub fn sequence(&self) -> Option<i64> {
+        sequence_of(self.node())
+    }
+
+    /// A fencing token: the zxid that created the lock node. It strictly increases from one
+    /// holder of the lock to the next (the nodes are granted in creation order).
+    pub fn fencing_token(&self) -> i64 {
+        self.czxid
+    }
+
+    /// Whether the lock can still be trusted (see [`Validity`]).
+    pub fn validity(&self) -> Validity {
+        Validity::of(*self.states.borrow())
+    }
+
+    /// Whether the lock is held and the session connected.
+    pub fn is_valid(&self) -> bool {
+        self.validity() == Validity::Held
+    }
+
+    /// Resolves when the lock may no longer be held: the session is
+    /// [`Suspended`](Validity::Suspended) (disconnected; it may come back) or
+    /// [`Lost`](Validity::Lost). Returns that validity at once if it is not held now.
+    ///
+    /// # Errors
+    ///
+    /// None: the returned validity is the answer.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only watches the session state.
+    ///
+    /// # Session loss
+    ///
+    /// This is how session loss is reported.
+    pub async fn lost(&self) -> Validity {
+        let mut states = self.states.clone();
+        match states
+            .wait_for(|s| Validity::of(*s) != Validity::Held)
+            .await
+        {
+            Ok(state) => Validity::of(*state),
+            // The client is gone: so is the session.
+            Err(_) => Validity::Lost,
+        }
+    }
+
+    /// Releases the lock (deletes its node) and waits for it.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Lost`] when the session ended (the lock was lost before the release, and
+    /// the work it protected may have overlapped with another holder's), or when the node was
+    /// already deleted by someone else; other ZooKeeper errors as they come.
+    ///
+    /// # Cancellation safety
+    ///
+    /// The delete is queued when this is called; dropping the future leaves it to be sent
+    /// (the guard is consumed either way).
+    ///
+    /// # Session loss
+    ///
+    /// Retried across reconnects until the session ends (then `Lost`).
+    pub async fn release(mut self) -> Result<()> {
+        let Some(node) = self.node.take() else {
+            return Ok(());
+        };
+        loop {
+            match self.client.delete(&node, None).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_retryable() => continue,
+                Err(zk_proto::Error::NoNode) => return Err(LockError::Lost),
+                Err(e) if e.is_terminal() => return Err(LockError::Lost),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Some(node) = self.node.take() else {
+            return;
+        };
+        let first = self.client.delete(&node, None);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let client = self.client.clone();
+            handle.spawn(async move {
+                if matches!(first.await, Err(e) if e.is_retryable()) {
+                    delete_retrying(&client, &node).await;
+                }
+            });
+        }
+    }
+}
+
+/// A distributed mutex (Curator's `InterProcessMutex` names: `<path>/_c_<uuid>-lock-<seq>`).
+///
+/// Not re-entrant: a second acquire from the same process waits behind the first like any
+/// other contender. The lock's parent node is created as a container node when missing.
+///
+/// ```no_run
+/// # async fn example(client: zk_proto::Client) -> zk_recipes::lock::Result<()> {
+/// let lock = zk_recipes::lock::Lock::new(client, "/locks/jobs");
+/// let guard = lock.acquire().await?;
+/// tokio::select! {
+///     _ = guard.lost() => { /* stop: the lock may be gone */ }
+///     _ = async { /* the protected work, fenced with guard.fencing_token() */ } => {}
+/// }
+/// guard.release().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Lock {
+    queue: Queue,
+}
+
+impl Lock {
+    /// A mutex under `path` (the parent of the contenders' nodes).
+    pub fn new(client: Client, path: &str) -> Lock {
+        Lock {
+            queue: Queue::new(client, path, MUTEX),
+        }
+    }
+
+    /// The lock's parent path.
+    pub fn path(&self) -> &str {
+        &self.queue.parent
+    }
+
+    /// Waits for the lock.
+    ///
+    /// Uncontended, this is one round trip (create and listing sent back to back).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Zk`] with the session's end ([`zk_proto::Error::SessionExpired`], ...) or
+    /// another refusal (ACL); [`LockError::Lost`] when the contender's node was deleted by
+    /// someone else; [`LockError::SequenceWrapped`]. The node is deleted before the error is
+    /// returned.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future withdraws from the queue: the delete of the node is queued at once
+    /// from `Drop` (and sent even if nothing polls it), and when the node's name is not known
+    /// yet (create in flight or its reply lost) a background task finds it by its attempt id
+    /// and deletes it (this needs a tokio runtime; without one the node stays until the
+    /// session ends).
+    ///
+    /// # Session loss
+    ///
+    /// A disconnection while waiting is survived (watches are re-registered, a lost create
+    /// reply is recovered). Session expiry fails the acquire.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.queue.acquire(None).await
+    }
+
+    /// As [`acquire`](Lock::acquire), giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Timeout`] after `timeout` (the node is deleted before it returns), and
+    /// those of [`acquire`](Lock::acquire).
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`acquire`](Lock::acquire).
+    ///
+    /// # Session loss
+    ///
+    /// As [`acquire`](Lock::acquire).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.queue.acquire(Some(timeout)).await
+    }
+}
+
+/// A distributed read-write lock (Curator's `InterProcessReadWriteLock` names: `__READ__` and
+/// `__WRITE__` nodes under one path). Readers share the lock unless a writer is queued before
+/// them; a writer waits for every earlier node. Grants are in node order.
+#[derive(Debug, Clone)]
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    /// A read-write lock under `path`.
+    pub fn new(client: Client, path: &str) -> ReadWriteLock {
+        ReadWriteLock {
+            read: Lock {
+                queue: Queue::new(client.clone(), path, READ),
+            },
+            write: Lock {
+                queue: Queue::new(client, path, WRITE),
+            },
+        }
+    }
+
+    /// The shared side: [`Lock::acquire`] on it takes a read lock.
+    pub fn read_lock(&self) -> &Lock {
+        &self.read
+    }
+
+    /// The exclusive side: [`Lock::acquire`] on it takes the write lock.
+    pub fn write_lock(&self) -> &Lock {
+        &self.write
+    }
+}
+
+/// A counting semaphore: at most `permits` leases at a time, granted in node order
+/// (`<path>/_c_<uuid>-lease-<seq>`; the first `permits` nodes hold a lease).
+///
+/// Simpler than Curator's `InterProcessSemaphoreV2` (not compatible with it): all contenders
+/// must agree on `permits`. A waiter watches the children (so every release wakes every
+/// waiter: fine for the small queues semaphores usually have).
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    lock: Lock,
+}
+
+impl Semaphore {
+    /// A semaphore with `permits` leases (at least 1) under `path`.
+    pub fn new(client: Client, path: &str, permits: usize) -> Semaphore {
+        let kind = Kind {
+            name: LEASE_NAME,
+            rule: Rule::Permits(permits.max(1)),
+            participants: &[LEASE_NAME],
+        };
+        Semaphore {
+            lock: Lock {
+                queue: Queue::new(client, path, kind),
+            },
+        }
+    }
+
+    /// Waits for a lease.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::acquire`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`Lock::acquire`].
+    ///
+    /// # Session loss
+    ///
+    /// As [`Lock::acquire`].
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.lock.acquire().await
+    }
+
+    /// Waits for a lease at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::acquire_timeout`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`Lock::acquire`].
+    ///
+    /// # Session loss
+    ///
+    /// As [`Lock::acquire`].
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.lock.acquire_timeout(timeout).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn mutex_waits_for_its_immediate_predecessor() {
+        let children = names(&[
+            "_c_b-lock-0000000003",
+            "_c_a-lock-0000000001",
+            "_c_c-lock-0000000002",
+            "other",
+        ]);
+        assert_eq!(
+            decide(MUTEX, &children, "_c_a-lock-0000000001"),
+            Ok(Decision::Acquired)
+        );
+        assert_eq!(
+            decide(MUTEX, &children, "_c_c-lock-0000000002"),
+            Ok(Decision::Watch {
+                node: "_c_a-lock-0000000001".into(),
+                last: true
+            })
+        );
+        assert_eq!(
+            decide(MUTEX, &children, "_c_b-lock-0000000003"),
+            Ok(Decision::Watch {
+                node: "_c_c-lock-0000000002".into(),
+                last: false
+            })
+        );
+        assert_eq!(
+            decide(MUTEX, &children, "_c_d-lock-0000000004"),
+            Ok(Decision::Missing)
+        );
+    }
+
+    #[test]
+    fn wrapped_sequences_are_refused() {
+        for wrapped in [
+            "_c_b-lock--2147483648",
+            "_c_b-lock--000000005",
+            "lock-4294967295",
+        ] {
+            let children = names(&["_c_a-lock-2147483647", wrapped]);
+            assert!(
+                matches!(
+                    decide(MUTEX, &children, "_c_a-lock-2147483647"),
+                    Err(LockError::SequenceWrapped { .. })
+                ),
+                "{wrapped}"
+            );
+        }
+        // A name without a sequence number is not a contender.
+        let children = names(&["_c_a-lock-0000000002", "my-lock-notes"]);
+        assert_eq!(
+            decide(MUTEX, &children, "_c_a-lock-0000000002"),
+            Ok(Decision::Acquired)
+        );
+    }
+
+    #[test]
+    fn readers_wait_only_for_writers() {
+        let children = names(&[
+            "_c_a-__READ__0000000001",
+            "_c_b-__WRITE__0000000002",
+            "_c_c-__READ__0000000003",
+            "_c_d-__WRITE__0000000004",
+            "_c_e-__READ__0000000005",
+        ]);
+        assert_eq!(
+            decide(READ, &children, "_c_a-__READ__0000000001"),
+            Ok(Decision::Acquired)
+        );
+        assert_eq!(
+            decide(WRITE, &children, "_c_b-__WRITE__0000000002"),
+            Ok(Decision::Watch {
+                node: "_c_a-__READ__0000000001".into(),
+                last: true
+            })
+        );
+        assert_eq!(
+            decide(READ, &children, "_c_c-__READ__0000000003"),
+            Ok(Decision::Watch {
+                node: "_c_b-__WRITE__0000000002".into(),
+                last: true
+            })
+        );
+        assert_eq!(
+            decide(READ, &children, "_c_e-__READ__0000000005"),
+            Ok(Decision::Watch {
+                node: "_c_d-__WRITE__0000000004".into(),
+                last: false
+            })
+        );
+    }
+
+    #[test]
+    fn semaphore_grants_the_first_permits() {
+        let kind = Kind {
+            name: LEASE_NAME,
+            rule: Rule::Permits(2),
+            participants: &[LEASE_NAME],
+        };
+        let children = names(&[
+            "_c_a-lease-0000000001",
+            "_c_b-lease-0000000002",
+            "_c_c-lease-0000000003",
+        ]);
+        assert_eq!(
+            decide(kind, &children, "_c_b-lease-0000000002"),
+            Ok(Decision::Acquired)
+        );
+        assert_eq!(
+            decide(kind, &children, "_c_c-lease-0000000003"),
+            Ok(Decision::WatchChildren)
+        );
+    }
+}

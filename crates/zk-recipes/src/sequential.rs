@@ -1,0 +1,107 @@
+//! Helpers shared by the recipes built on sequential nodes: sequence numbers, Curator-compatible
+//! "protected" names, and finding one's own node again after a lost create reply.
+
+use std::fmt::Write as _;
+
+/// The prefix Curator puts before a protected node's id (`_c_<uuid>-<name>`).
+pub const PROTECTED_PREFIX: &str = "_c_";
+
+/// A new per-attempt id in the textual form of a random (version 4) UUID, as Curator's
+/// `ProtectedUtils` uses, so that our names sort and parse like Curator's.
+pub fn attempt_id() -> String {
+    let mut rng = fastrand::Rng::new();
+    let mut bytes = [0u8; 16];
+    rng.fill(&mut bytes);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let mut id = String::with_capacity(36);
+    for (i, byte) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            id.push('-');
+        }
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
+}
+
+/// The protected name prefix `_c_<id>-<name>` (the server appends the sequence number).
+pub fn protected_name(id: &str, name: &str) -> String {
+    format!("{PROTECTED_PREFIX}{id}-{name}")
+}
+
+/// Whether `child` is a node created by the attempt `id`.
+pub fn is_own_node(child: &str, id: &str) -> bool {
+    child
+        .strip_prefix(PROTECTED_PREFIX)
+        .is_some_and(|rest| rest.starts_with(id) && rest[id.len()..].starts_with('-'))
+}
+
+/// The sequence number the server appended to a sequential node's name (its last 10 digits).
+///
+/// `None` when there is none, and when the parent's counter has wrapped past `i32::MAX`: the
+/// server then formats negative numbers (`-000000005`, `-2147483648`), which no longer sort
+/// after the earlier ones; recipes treat such a name as a reason to stop, not to guess.
+pub fn sequence_of(name: &str) -> Option<i64> {
+    let digits = name.get(name.len().checked_sub(10)?..)?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value: i64 = digits.parse().ok()?;
+    (value <= i64::from(i32::MAX)).then_some(value)
+}
+
+/// Sorts sequential children by their sequence number (names without one go last, by name),
+/// as Curator's lock drivers do.
+pub fn sort_by_sequence(children: &mut [String]) {
+    children.sort_by(|a, b| match (sequence_of(a), sequence_of(b)) {
+        (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempt_ids_look_like_uuids_and_differ() {
+        let (a, b) = (attempt_id(), attempt_id());
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.matches('-').count(), 4);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn own_nodes_are_found_by_their_id() {
+        let id = attempt_id();
+        let name = format!("{}0000000007", protected_name(&id, "lock-"));
+        assert!(is_own_node(&name, &id));
+        assert!(!is_own_node(&name, &attempt_id()));
+        assert_eq!(sequence_of(&name), Some(7));
+        assert_eq!(sequence_of("lock--000000005"), None);
+        assert_eq!(sequence_of("lock--2147483648"), None);
+        assert_eq!(sequence_of("lock-2147483647"), Some(2_147_483_647));
+    }
+
+    #[test]
+    fn children_sort_by_sequence_not_by_prefix() {
+        let mut children = vec![
+            "_c_ffff-lock-0000000003".to_owned(),
+            "_c_0000-lock-0000000010".to_owned(),
+            "lock-0000000001".to_owned(),
+            "junk".to_owned(),
+        ];
+        sort_by_sequence(&mut children);
+        assert_eq!(
+            children,
+            [
+                "lock-0000000001",
+                "_c_ffff-lock-0000000003",
+                "_c_0000-lock-0000000010",
+                "junk"
+            ]
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! Barrier, double barrier and "queue start" against a real server, with several sessions
+//! taking part concurrently.
+
+mod bq_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bq_support::{eventually, join, server, sessions};
+use zk_recipes::barrier::{Barrier, DoubleBarrier, START_NODE, StartGate};
+
+const WITHIN: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn barriers_and_start_gate_with_concurrent_sessions() {
+    let server = server().await;
+    let connect_string = server.connect_string();
+    let clients = sessions(&connect_string, 8).await;
+
+    barrier_releases_every_waiter(&clients).await;
+    double_barrier_enters_together_and_leaves_together(&clients[..6]).await;
+    start_gate_starts_exactly_once(&clients).await;
+    start_gate_under_contention(&clients).await;
+    start_gate_timeout_withdraws(&clients[0]).await;
+    expired_participant_counts_as_left(&connect_string).await;
+
+    for client in clients {
+        client.close().await.expect("close");
+    }
+}
+
+async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
+    let control = Barrier::new(clients[0].clone(), "/barriers/simple/gate");
+    assert!(control.set().await.expect("set"), "created with its parent");
+    assert!(!control.set().await.expect("set again"), "already set");
+    // A closed barrier blocks until the timeout.
+    assert!(
+        !control
+            .wait(Some(Duration::from_millis(200)))
+            .await
+            .expect("wait")
+    );
+
+    let removed = Arc::new(AtomicBool::new(false));
+    let mut waiters = Vec::new();
+    for client in &clients[1..] {
+        let barrier = Barrier::new(client.clone(), control.path());
+        let removed = removed.clone();
+        waiters.push(tokio::spawn(async move {
+            let open = barrier.wait(Some(WITHIN)).await.expect("wait");
+            assert!(open, "released, not timed out");
+            assert!(
+                removed.load(Ordering::SeqCst),
+                "released only by the removal"
+            );
+        }));
+    }
+    // A data change fires the waiters' watches; they must keep waiting.
+    clients[0]
+        .set_data(control.path(), "still closed", None)
+        .await
+        .expect("set_data");
+    assert!(
+        !control
+            .wait(Some(Duration::from_millis(100)))
+            .await
+            .expect("wait")
+    );
+    removed.store(true, Ordering::SeqCst);
+    assert!(control.remove().await.expect("remove"));
+    assert!(!control.remove().await.expect("remove again"));
+    for waiter in waiters {
+        join(waiter, WITHIN).await;
+    }
+    // An open barrier does not block.
+    assert!(control.wait(Some(Duration::ZERO)).await.expect("wait"));
+}
+
+async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto::Client]) {
+    let path = "/barriers/double";
+    let n = clients.len();
+    let entering = Arc::new(AtomicUsize::new(0));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let leaving = Arc::new(AtomicUsize::new(0));
+
+    let spawn = |client: zk_proto::Client| {
+        let (entering, entered, leaving) = (entering.clone(), entered.clone(), leaving.clone());
+        tokio::spawn(async move {
+            let barrier = DoubleBarrier::new(client, path, n);
+            entering.fetch_add(1, Ordering::SeqCst);
+            assert!(barrier.enter(Some(WITHIN)).await.expect("enter"));
+            assert_eq!(
+                entering.load(Ordering::SeqCst),
+                n,
+                "entered before all joined"
+            );
+            entered.fetch_add(1, Ordering::SeqCst);
+            leaving.fetch_add(1, Ordering::SeqCst);
+            assert!(barrier.leave(Some(WITHIN)).await.expect("leave"));
+            assert_eq!(leaving.load(Ordering::SeqCst), n, "left before all left");
+        })
+    };
+
+    // All but the last join; nobody may get through while one is missing.
+    let mut tasks: Vec<_> = clients[..n - 1].iter().cloned().map(spawn).collect();
+    let observer = clients[0].clone();
+    eventually(WITHIN, "n - 1 participants joined", || {
+        let observer = observer.clone();
+        async move {
+            observer
+                .get_children(path)
+                .await
+                .is_ok_and(|children| children.len() == n - 1)
+        }
+    })
+    .await;
+    assert_eq!(entered.load(Ordering::SeqCst), 0, "nobody entered early");
+    tasks.push(spawn(clients[n - 1].clone()));
+    for task in tasks {
+        join(task, WITHIN).await;
+    }
+    assert_eq!(entered.load(Ordering::SeqCst), n);
+    let left: Vec<String> = observer.get_children(path).await.expect("children");
+    assert!(
+        left.is_empty(),
+        "every node and the ready node are gone: {left:?}"
+    );
+}
+
+async fn start_gate_starts_exactly_once(clients: &[zk_proto::Client]) {
+    let path = "/queue-start/staggered";
+    let n = clients.len();
+    let spawn = |client: zk_proto::Client| {
+        tokio::spawn(async move {
+            let gate = StartGate::new(client, path, n);
+            gate.join(Some(WITHIN))
+                .await
+                .expect("join")
+                .expect("started")
+        })
+    };
+    let mut tasks: Vec<_> = clients[..n - 1].iter().cloned().map(spawn).collect();
+    let observer = clients[0].clone();
+    eventually(WITHIN, "n - 1 members joined", || {
+        let observer = observer.clone();
+        async move {
+            observer
+                .get_children(path)
+                .await
+                .is_ok_and(|children| children.len() == n - 1)
+        }
+    })
+    .await;
+    assert!(
+        tasks.iter().all(|task| !task.is_finished()),
+        "started early"
+    );
+    assert!(
+        observer
+            .exists(&format!("{path}/{START_NODE}"))
+            .await
+            .expect("exists")
+            .is_none()
+    );
+    tasks.push(spawn(clients[n - 1].clone()));
+    let mut creators = 0;
+    for task in tasks {
+        let started = join(task, WITHIN).await;
+        assert!(started.notified_by_watch, "told by the watch on start");
+        creators += usize::from(started.created_start);
+    }
+    assert_eq!(creators, 1, "the start node is created exactly once");
+}
+
+async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
+    let path = "/queue-start/contended";
+    let n = clients.len();
+    let tasks: Vec<_> = clients
+        .iter()
+        .cloned()
+        .map(|client| {
+            tokio::spawn(async move {
+                StartGate::new(client, path, n)
+                    .join(Some(WITHIN))
+                    .await
+                    .expect("join")
+                    .expect("started")
+            })
+        })
+        .collect();
+    let mut creators = 0;
+    for task in tasks {
+        creators += usize::from(join(task, WITHIN).await.created_start);
+    }
+    assert_eq!(creators, 1, "the start node is created exactly once");
+
+    // A participant arriving after the start learns it at once.
+    let late = StartGate::new(clients[0].clone(), path, n);
+    let started = late
+        .join(Some(WITHIN))
+        .await
+        .expect("join")
+        .expect("started");
+    assert!(!started.created_start && !started.notified_by_watch);
+    assert!(late.reset().await.expect("reset"));
+}
+
+async fn start_gate_timeout_withdraws(client: &zk_proto::Client) {
+    let path = "/queue-start/alone";
+    let gate = StartGate::new(client.clone(), path, 3);
+    let started = gate
+        .join(Some(Duration::from_millis(200)))
+        .await
+        .expect("join");
+    assert_eq!(started, None, "times out alone");
+    let members = client.get_children(path).await.expect("children");
+    assert!(
+        members.is_empty(),
+        "the member node was withdrawn: {members:?}"
+    );
+}
+
+async fn expired_participant_counts_as_left(connect_string: &str) {
+    let path = "/barriers/session-loss";
+    let clients = sessions(connect_string, 3).await;
+    let barriers: Vec<_> = clients
+        .iter()
+        .map(|client| DoubleBarrier::new(client.clone(), path, 3))
+        .collect();
+    let entering: Vec<_> = barriers
+        .iter()
+        .cloned()
+        .map(|barrier| tokio::spawn(async move { barrier.enter(Some(WITHIN)).await }))
+        .collect();
+    for task in entering {
+        assert!(join(task, WITHIN).await.expect("enter"));
+    }
+    let leaving: Vec<_> = barriers[..2]
+        .iter()
+        .cloned()
+        .map(|barrier| tokio::spawn(async move { barrier.leave(Some(WITHIN)).await }))
+        .collect();
+    // The third never leaves: its session ends, its ephemeral node goes, the others get out.
+    let observer = clients[0].clone();
+    let third = barriers[2].node_path();
+    assert!(observer.exists(&third).await.expect("exists").is_some());
+    assert!(leaving.iter().all(|task| !task.is_finished()), "left early");
+    clients[2].close().await.expect("close");
+    for task in leaving {
+        assert!(join(task, WITHIN).await.expect("leave"));
+    }
+    assert!(observer.exists(&third).await.expect("exists").is_none());
+    for client in &clients[..2] {
+        client.close().await.expect("close");
+    }
+}

@@ -1,0 +1,358 @@
+//! Election recipes against a real server: 10 sessions per election, leader hand-over on
+//! close and on expiry (proxy cut), loss reported on connection loss.
+
+#[path = "election_support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use support::{Candidate, candidates, connect, eventually, wait_for_state};
+use zk_proto::{Client, Error, SessionState};
+use zk_recipes::election::{
+    LeaderLatch, MasterElection, OneShotOutcome, RunOnceOutcome, RunOutcome, current_leader,
+    current_master, elect_once, run_once, run_while_leading, wait_until_gone,
+};
+
+const N: usize = 10;
+const WITHIN: Duration = Duration::from_secs(10);
+/// Loss must be reported well before the server could expire the session (2 s).
+const LOSS_WITHIN: Duration = Duration::from_millis(1500);
+
+/// Polls an async condition every 10 ms until it holds; panics after `within`.
+async fn eventually_async<F: Future<Output = bool>>(
+    within: Duration,
+    what: &str,
+    mut condition: impl FnMut() -> F,
+) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within {within:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn children(client: &Client, path: &str) -> Vec<String> {
+    client.get_children(path).await.unwrap_or_default()
+}
+
+fn leaders(latches: &[LeaderLatch]) -> Vec<usize> {
+    (0..latches.len())
+        .filter(|&i| latches[i].is_leader())
+        .collect()
+}
+
+fn masters(elections: &[Option<MasterElection>]) -> Vec<usize> {
+    (0..elections.len())
+        .filter(|&i| elections[i].as_ref().is_some_and(MasterElection::is_master))
+        .collect()
+}
+
+/// Cuts `candidate` off and checks that its loss is reported while the session may still be
+/// alive on the server (client `Disconnected`), with no one else leading meanwhile.
+async fn cut_and_expect_prompt_loss(
+    candidate: &Candidate,
+    is_leading: impl Fn() -> bool,
+    others_leading: impl Fn() -> usize,
+) {
+    candidate.proxy.cut();
+    eventually(LOSS_WITHIN, "loss reported on connection loss", || {
+        !is_leading()
+    })
+    .await;
+    assert_eq!(
+        candidate.client.state(),
+        SessionState::Disconnected,
+        "the loss was reported at disconnection, before expiry"
+    );
+    assert_eq!(others_leading(), 0, "no one else leads before the expiry");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
+    let server = support::server().await;
+    let observer = connect(&server.connect_string()).await;
+    let all = candidates(server.addr(), N).await;
+    let path = "/app/election/latch";
+    let latches: Vec<LeaderLatch> = all
+        .iter()
+        .enumerate()
+        .map(|(i, c)| LeaderLatch::start(&c.client, path, format!("c{i}")))
+        .collect();
+
+    // Ten candidates, one leader.
+    eventually_async(WITHIN, "ten candidate nodes", || async {
+        children(&observer, path).await.len() == N
+    })
+    .await;
+    eventually(WITHIN, "one leader", || leaders(&latches).len() == 1).await;
+    let first = leaders(&latches)[0];
+    let (node, id) = current_leader(&observer, path).await.unwrap().unwrap();
+    assert_eq!(&id[..], format!("c{first}").as_bytes());
+    assert!(node.starts_with(&format!("_c_{}-latch-", latches[first].attempt_id())));
+    latches[first].await_leadership().await.unwrap();
+
+    // A follower's node deleted by someone else: it takes a new place.
+    let follower = (first + 1) % N;
+    let attempt = latches[follower].attempt_id().to_owned();
+    let own = |children: &[String]| {
+        children
+            .iter()
+            .find(|c| c.starts_with(&format!("_c_{attempt}-")))
+            .cloned()
+    };
+    let before = own(&children(&observer, path).await).unwrap();
+    observer
+        .delete(&format!("{path}/{before}"), None)
+        .await
+        .unwrap();
+    eventually_async(WITHIN, "the follower's node is back", || async {
+        let now = children(&observer, path).await;
+        now.len() == N && own(&now).is_some_and(|node| node != before)
+    })
+    .await;
+    assert_eq!(leaders(&latches), [first]);
+
+    // A blip: the loss is reported at once; the session survives, so its node is still the
+    // lowest and the same candidate leads again.
+    cut_and_expect_prompt_loss(
+        &all[first],
+        || latches[first].is_leader(),
+        || leaders(&latches).len(),
+    )
+    .await;
+    all[first].proxy.restore();
+    eventually(WITHIN, "the same leader after the blip", || {
+        leaders(&latches) == [first]
+    })
+    .await;
+
+    // The leader's session is closed: exactly one other leader follows.
+    all[first].client.close().await.unwrap();
+    eventually(WITHIN, "a new leader after close", || {
+        let now = leaders(&latches);
+        now.len() == 1 && now[0] != first
+    })
+    .await;
+    assert_eq!(latches[first].await_leadership().await, Err(Error::Closed));
+    let second = leaders(&latches)[0];
+
+    // The leader is cut off: it reports the loss at once, its task is cancelled, and a new
+    // leader follows only after the session expired.
+    let (started, running) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn({
+        let leadership = latches[second].leadership();
+        let work = async move {
+            let _ = started.send(());
+            std::future::pending::<()>().await;
+        };
+        async move { run_while_leading(&leadership, work).await }
+    });
+    running.await.unwrap();
+    cut_and_expect_prompt_loss(
+        &all[second],
+        || latches[second].is_leader(),
+        || leaders(&latches).len(),
+    )
+    .await;
+    let outcome = tokio::time::timeout(LOSS_WITHIN, task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.unwrap(), RunOutcome::LeadershipLost);
+    eventually(WITHIN, "a new leader after expiry", || {
+        let now = leaders(&latches);
+        now.len() == 1 && now[0] != second
+    })
+    .await;
+    let third = leaders(&latches)[0];
+    wait_for_state(&all[second].client, SessionState::Expired, WITHIN).await;
+    assert_eq!(
+        latches[second].await_leadership().await,
+        Err(Error::SessionExpired)
+    );
+
+    // Work runs while leading.
+    let done = run_while_leading(&latches[third].leadership(), async { 42 }).await;
+    assert_eq!(done.unwrap(), RunOutcome::Completed(42));
+
+    // Giving up: the node goes, exactly one other leader follows.
+    let mut latches: Vec<Option<LeaderLatch>> = latches.into_iter().map(Some).collect();
+    latches[third].take().unwrap().close().await.unwrap();
+    let rest: Vec<LeaderLatch> = latches.into_iter().flatten().collect();
+    eventually(WITHIN, "a new leader after giving up", || {
+        leaders(&rest).len() == 1
+    })
+    .await;
+    assert_eq!(children(&observer, path).await.len(), N - 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
+    const HEAD_START: Duration = Duration::from_secs(2);
+    let server = support::server().await;
+    let observer = connect(&server.connect_string()).await;
+    let all = candidates(server.addr(), N).await;
+    let path = "/app/master";
+    let start = |client: &Client, i: usize| {
+        MasterElection::builder(path, format!("m{i}"))
+            .head_start(HEAD_START)
+            .start(client)
+    };
+    let mut elections: Vec<Option<MasterElection>> = all
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Some(start(&c.client, i)))
+        .collect();
+
+    eventually(WITHIN, "one master", || masters(&elections).len() == 1).await;
+    let first = masters(&elections)[0];
+    let id = current_master(&observer, path).await.unwrap().unwrap();
+    assert_eq!(&id[..], format!("m{first}").as_bytes());
+
+    // Closed: exactly one other master follows (after the head start).
+    all[first].client.close().await.unwrap();
+    eventually(WITHIN, "a new master after close", || {
+        let now = masters(&elections);
+        now.len() == 1 && now[0] != first
+    })
+    .await;
+    let second = masters(&elections)[0];
+
+    // Cut off: the loss is reported at once; once the session expired, the same candidate
+    // comes back with a new session and takes the node again thanks to its head start.
+    cut_and_expect_prompt_loss(
+        &all[second],
+        || elections[second].as_ref().unwrap().is_master(),
+        || masters(&elections).len(),
+    )
+    .await;
+    wait_for_state(&all[second].client, SessionState::Expired, WITHIN).await;
+    all[second].proxy.restore();
+    let comeback = connect(&all[second].proxy.connect_string()).await;
+    elections[second] = Some(start(&comeback, second));
+    eventually(WITHIN, "the previous master is master again", || {
+        masters(&elections) == [second]
+    })
+    .await;
+    eventually_async(WITHIN, "the node is the new session's", || async {
+        observer
+            .exists(path)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|stat| stat.ephemeral_owner == comeback.session_id())
+    })
+    .await;
+
+    // Giving up: exactly one other master follows.
+    elections[second].take().unwrap().close().await.unwrap();
+    eventually(WITHIN, "a new master after giving up", || {
+        masters(&elections).len() == 1
+    })
+    .await;
+    let third = masters(&elections)[0];
+    assert_ne!(third, second);
+}
+
+/// Runs a one-shot election among `clients`; returns the winner's index and node, after
+/// checking that every other candidate lost to it and removed its node.
+async fn one_shot_round(
+    observer: &Client,
+    clients: &[(usize, Client)],
+    path: &str,
+) -> (usize, String) {
+    let rounds: Vec<_> = clients
+        .iter()
+        .map(|(i, client)| {
+            let (i, client, path) = (*i, client.clone(), path.to_owned());
+            tokio::spawn(async move { (i, elect_once(&client, &path, format!("o{i}")).await) })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    let mut leaders = Vec::new();
+    for round in rounds {
+        match round.await.expect("candidate task") {
+            (i, Ok(OneShotOutcome::Won { node })) => winners.push((i, node)),
+            (_, Ok(OneShotOutcome::Lost { leader })) => leaders.push(leader),
+            (i, outcome) => panic!("candidate {i}: {outcome:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one winner: {winners:?}");
+    let (winner, node) = winners.pop().expect("one winner");
+    assert!(
+        leaders.iter().all(|leader| *leader == node),
+        "{leaders:?} {node}"
+    );
+    let left = children(observer, path).await;
+    assert_eq!(left.len(), 1, "the losers removed their nodes: {left:?}");
+    (winner, node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_shot_elects_one_and_run_once_runs_once() {
+    let server = support::server().await;
+    let observer = connect(&server.connect_string()).await;
+    let all = candidates(server.addr(), N).await;
+    let path = "/app/once";
+    let mut alive: Vec<(usize, Client)> = all
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, c.client.clone()))
+        .collect();
+
+    // Round 1; the winner's session is closed, the others wait for it and run again.
+    let (winner, node) = one_shot_round(&observer, &alive, path).await;
+    alive.retain(|(i, _)| *i != winner);
+    let waits: Vec<_> = alive
+        .iter()
+        .map(|(_, client)| {
+            let (client, node) = (client.clone(), node.clone());
+            tokio::spawn(async move { wait_until_gone(&client, &node).await })
+        })
+        .collect();
+    all[winner].client.close().await.unwrap();
+    for wait in waits {
+        wait.await.unwrap().unwrap();
+    }
+    let (winner, node) = one_shot_round(&observer, &alive, path).await;
+
+    // Round 3, after the winner's session expired.
+    alive.retain(|(i, _)| *i != winner);
+    all[winner].proxy.cut();
+    wait_until_gone(&observer, &node).await.unwrap();
+    one_shot_round(&observer, &alive, path).await;
+
+    // Run once under a lock: one candidate runs, the others find it recorded.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let attempts: Vec<_> = alive
+        .iter()
+        .map(|(i, client)| {
+            let (i, client, runs) = (*i, client.clone(), runs.clone());
+            tokio::spawn(async move {
+                let task = async move { runs.fetch_add(1, Ordering::SeqCst) };
+                (
+                    i,
+                    run_once(&client, "/app/run-once", format!("r{i}"), task).await,
+                )
+            })
+        })
+        .collect();
+    let mut ran = Vec::new();
+    let mut recorded = Vec::new();
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            (i, Ok(RunOnceOutcome::Ran(_))) => ran.push(i),
+            (_, Ok(RunOnceOutcome::AlreadyRecorded { id })) => recorded.push(id),
+            (i, outcome) => panic!("candidate {i}: {outcome:?}"),
+        }
+    }
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let id = format!("r{}", ran[0]);
+    assert!(recorded.iter().all(|r| r[..] == *id.as_bytes()));
+}

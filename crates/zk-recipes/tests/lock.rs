@@ -1,0 +1,524 @@
+//! The lock recipes against a real ZooKeeper 3.8 server.
+
+mod lock_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_support::{Proxy, SERIAL, connect, server, wait_children};
+use zk_proto::SessionState;
+use zk_recipes::lock::{Lock, LockError, ReadWriteLock, Semaphore, Validity};
+
+const SESSIONS: usize = 16;
+const ROUNDS: usize = 200;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_exclusion_fifo_and_fencing_under_contention() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let connect_string = server.connect_string();
+    let inside = Arc::new(AtomicBool::new(false));
+    let violations = Arc::new(AtomicUsize::new(0));
+    // (sequence, fencing token) of every grant, in grant order.
+    let grants = Arc::new(std::sync::Mutex::new(Vec::<(i64, i64)>::new()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..SESSIONS {
+        let client = connect(&connect_string).await;
+        let (inside, violations, grants) = (inside.clone(), violations.clone(), grants.clone());
+        tasks.push(tokio::spawn(async move {
+            let lock = Lock::new(client.clone(), "/stress/lock");
+            for _ in 0..ROUNDS {
+                let guard = lock.acquire().await.expect("acquire");
+                if inside.swap(true, Ordering::SeqCst) {
+                    violations.fetch_add(1, Ordering::SeqCst);
+                }
+                assert!(guard.is_valid());
+                grants
+                    .lock()
+                    .expect("grants")
+                    .push((guard.sequence().expect("sequence"), guard.fencing_token()));
+                tokio::task::yield_now().await;
+                inside.store(false, Ordering::SeqCst);
+                guard.release().await.expect("release");
+            }
+            client.close().await.expect("close");
+        }));
+    }
+    for task in tasks {
+        task.await.expect("contender");
+    }
+    let elapsed = started.elapsed();
+    eprintln!("{SESSIONS} sessions x {ROUNDS} acquisitions: {elapsed:?}");
+    assert_eq!(
+        violations.load(Ordering::SeqCst),
+        0,
+        "mutual exclusion violated"
+    );
+    let grants = std::mem::take(&mut *grants.lock().expect("grants"));
+    assert_eq!(grants.len(), SESSIONS * ROUNDS);
+    for pair in grants.windows(2) {
+        assert!(pair[0].0 < pair[1].0, "not FIFO: {pair:?}");
+        assert!(
+            pair[0].1 < pair[1].1,
+            "fencing tokens not increasing: {pair:?}"
+        );
+    }
+    let observer = connect(&connect_string).await;
+    assert!(
+        wait_children(&observer, "/stress/lock", 0, Duration::from_secs(5))
+            .await
+            .is_empty()
+    );
+    assert!(elapsed < Duration::from_secs(60), "too slow: {elapsed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_node_is_gone() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let proxy = Proxy::start(server.addr()).await;
+    let holder_client = connect(&proxy.connect_string()).await;
+    let waiter_client = connect(&server.connect_string()).await;
+    let holder = Lock::new(holder_client.clone(), "/expiry/lock")
+        .acquire()
+        .await
+        .expect("holder acquires");
+    assert_eq!(holder.validity(), Validity::Held);
+    let holder_node = holder.node().to_owned();
+    let waiter = {
+        let lock = Lock::new(waiter_client.clone(), "/expiry/lock");
+        tokio::spawn(async move { lock.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "the waiter must wait for the holder");
+
+    proxy.cut();
+    let suspended = tokio::time::timeout(Duration::from_secs(5), holder.lost())
+        .await
+        .expect("loss reported");
+    assert_ne!(suspended, Validity::Held);
+    assert!(!holder.is_valid());
+
+    let guard = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("waiter acquires after expiry")
+        .expect("task")
+        .expect("acquire");
+    // The holder's node was gone when the waiter got the lock.
+    assert_eq!(
+        waiter_client.exists(&holder_node).await.expect("exists"),
+        None
+    );
+    assert!(guard.fencing_token() > 0);
+
+    // The old holder learns it lost the lock for good (local expiry, the server is cut off).
+    let mut states = holder_client.state_watcher();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        states.wait_for(|s| *s == SessionState::Expired),
+    )
+    .await
+    .expect("holder expires")
+    .expect("state");
+    assert_eq!(holder.validity(), Validity::Lost);
+    assert!(matches!(holder.release().await, Err(LockError::Lost)));
+    guard.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_and_timed_out_acquires_leave_no_node() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let holder_client = connect(&server.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    let path = "/cancel/lock";
+    let holder = Lock::new(holder_client.clone(), path)
+        .acquire()
+        .await
+        .expect("acquire");
+    let lock = Lock::new(other.clone(), path);
+
+    // Timed out: the node is deleted before the error is returned.
+    let started = Instant::now();
+    let result = lock.acquire_timeout(Duration::from_millis(300)).await;
+    assert!(matches!(result, Err(LockError::Timeout)), "{result:?}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(other.get_children(path).await.expect("list").len(), 1);
+
+    // Cancelled while waiting (the future is dropped): deleted in the background.
+    let cancelled = tokio::time::timeout(Duration::from_millis(300), lock.acquire()).await;
+    assert!(cancelled.is_err());
+    assert_eq!(
+        wait_children(&other, path, 1, Duration::from_secs(5))
+            .await
+            .len(),
+        1
+    );
+
+    // Cancelled while its create is in flight (the name is not known yet).
+    for delay in [0u64, 1, 2, 5] {
+        let lock = lock.clone();
+        let task = tokio::spawn(async move { lock.acquire().await });
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        task.abort();
+        let _ = task.await;
+        assert_eq!(
+            wait_children(&other, path, 1, Duration::from_secs(5))
+                .await
+                .len(),
+            1,
+            "an aborted acquire (after {delay} ms) left its node"
+        );
+    }
+
+    // The lock still works, for the next one in line.
+    let next = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    holder.release().await.expect("release");
+    let guard = next.await.expect("task").expect("acquire");
+    assert_eq!(other.get_children(path).await.expect("list").len(), 1);
+    drop(guard); // released in the background
+    assert!(
+        wait_children(&other, path, 0, Duration::from_secs(5))
+            .await
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_create_reply_leaves_no_orphan() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let proxy = Proxy::start(server.addr()).await;
+    let client = connect(&proxy.connect_string()).await;
+    let observer = connect(&server.connect_string()).await;
+    let path = "/lost-reply/lock";
+    // Make sure the parent exists, so the first request of an acquire is the create.
+    drop(
+        Lock::new(observer.clone(), path)
+            .acquire()
+            .await
+            .expect("warm up"),
+    );
+    assert!(
+        wait_children(&observer, path, 0, Duration::from_secs(5))
+            .await
+            .is_empty()
+    );
+    let lock = Lock::new(client.clone(), path);
+    for delay_us in [0u64, 200, 500, 1_000, 2_000, 5_000] {
+        let task = tokio::spawn({
+            let lock = lock.clone();
+            async move { lock.acquire().await }
+        });
+        tokio::time::sleep(Duration::from_micros(delay_us)).await;
+        proxy.cut();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        proxy.restore();
+        let guard = tokio::time::timeout(Duration::from_secs(15), task)
+            .await
+            .expect("acquire after reconnect")
+            .expect("task")
+            .expect("acquire");
+        let children = observer.get_children(path).await.expect("list");
+        assert_eq!(
+            children.len(),
+            1,
+            "orphan after a cut at {delay_us} us: {children:?}"
+        );
+        assert!(guard.node().ends_with(&children[0]));
+        guard.release().await.expect("release");
+        assert!(
+            wait_children(&observer, path, 0, Duration::from_secs(5))
+                .await
+                .is_empty()
+        );
+    }
+    assert_eq!(client.state(), SessionState::Connected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_parents_are_created_as_containers() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let client = connect(&server.connect_string()).await;
+    let guard = Lock::new(client.clone(), "/a/b/c/lock")
+        .acquire()
+        .await
+        .expect("acquire");
+    assert!(guard.node().starts_with("/a/b/c/lock/_c_"));
+    assert!(guard.node().contains("-lock-"));
+    let stat = client
+        .exists("/a/b/c/lock")
+        .await
+        .expect("exists")
+        .expect("parent");
+    assert_eq!(stat.ephemeral_owner, 0);
+    guard.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_lock_excludes_writers() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let readers = Arc::new(AtomicUsize::new(0));
+    let writer = Arc::new(AtomicBool::new(false));
+    let max_readers = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let client = connect(&server.connect_string()).await;
+        let (readers, writer, max_readers, violations) = (
+            readers.clone(),
+            writer.clone(),
+            max_readers.clone(),
+            violations.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let rw = ReadWriteLock::new(client, "/rw/lock");
+            for _ in 0..20 {
+                if i % 3 == 0 {
+                    let guard = rw.write_lock().acquire().await.expect("write");
+                    assert!(guard.node().contains("__WRITE__"));
+                    if writer.swap(true, Ordering::SeqCst) || readers.load(Ordering::SeqCst) > 0 {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    writer.store(false, Ordering::SeqCst);
+                    guard.release().await.expect("release");
+                } else {
+                    let guard = rw.read_lock().acquire().await.expect("read");
+                    assert!(guard.node().contains("__READ__"));
+                    let now = readers.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_readers.fetch_max(now, Ordering::SeqCst);
+                    if writer.load(Ordering::SeqCst) {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    readers.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.expect("release");
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task");
+    }
+    assert_eq!(violations.load(Ordering::SeqCst), 0);
+    eprintln!(
+        "max concurrent readers: {}",
+        max_readers.load(Ordering::SeqCst)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_bounds_the_holders() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let holders = Arc::new(AtomicUsize::new(0));
+    let max_holders = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let client = connect(&server.connect_string()).await;
+        let (holders, max_holders) = (holders.clone(), max_holders.clone());
+        tasks.push(tokio::spawn(async move {
+            let semaphore = Semaphore::new(client, "/sem", 3);
+            for _ in 0..15 {
+                let lease = semaphore.acquire().await.expect("lease");
+                let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                max_holders.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(3)).await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                lease.release().await.expect("release");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task");
+    }
+    let max = max_holders.load(Ordering::SeqCst);
+    assert!((1..=3).contains(&max), "max holders {max}");
+}
+
+/// The classpath of the Curator interop program, or `None` (the test fails) when Curator is not
+/// installed (`scripts/install-curator.sh`). `CURATOR_CLASSPATH` overrides it.
+fn curator_classpath() -> Option<String> {
+    if let Ok(cp) = std::env::var("CURATOR_CLASSPATH") {
+        return Some(cp);
+    }
+    let dir = std::path::Path::new(zk_testkit::DEBIAN_JAR_DIR);
+    let jars = [
+        "curator-recipes.jar",
+        "curator-framework.jar",
+        "curator-client.jar",
+        "zookeeper.jar",
+        "zookeeper-jute.jar",
+        "guava.jar",
+        "slf4j-api.jar",
+        "slf4j-nop.jar",
+    ];
+    let paths: Vec<_> = jars.iter().map(|jar| dir.join(jar)).collect();
+    if !paths[0].is_file() {
+        return None;
+    }
+    let present: Vec<String> = paths
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    Some(present.join(":"))
+}
+
+/// One critical section, checked the same way as the Java side does (see
+/// `tests/curator/CuratorLock.java`): an ephemeral marker node that must not exist, and a
+/// counter incremented by a read then an unconditional write. Returns the violations and the
+/// counter's value read.
+async fn checked_critical_section(
+    client: &zk_proto::Client,
+    marker: &str,
+    counter: &str,
+) -> (usize, u64) {
+    let mut violations = 0;
+    match client
+        .create(marker, "", &zk_proto::CreateOptions::ephemeral())
+        .await
+    {
+        Ok(_) => {}
+        Err(zk_proto::Error::NodeExists) => violations += 1,
+        Err(e) => panic!("create marker: {e}"),
+    }
+    let (data, _) = client.get_data(counter).await.expect("read counter");
+    let value: u64 = std::str::from_utf8(&data)
+        .expect("utf-8")
+        .parse()
+        .expect("number");
+    client
+        .set_data(counter, (value + 1).to_string(), None)
+        .await
+        .expect("write counter");
+    match client.delete(marker, None).await {
+        Ok(()) => {}
+        Err(zk_proto::Error::NoNode) => violations += 1,
+        Err(e) => panic!("delete marker: {e}"),
+    }
+    (violations, value)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_contenders_share_one_lock() {
+    let Some(classpath) = curator_classpath() else {
+        panic!(
+            "Apache Curator is not installed: run scripts/install-curator.sh (scripts/test.sh does)"
+        );
+    };
+    let _serial = SERIAL.lock().await;
+    let install = zk_testkit::ZkInstall::detect().expect("java");
+    let javac = install.javac().expect("javac");
+    let classes = std::env::temp_dir().join(format!("zk-lock-curator-{}", std::process::id()));
+    std::fs::create_dir_all(&classes).expect("class dir");
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/curator/CuratorLock.java");
+    let compiled = tokio::process::Command::new(&javac)
+        .arg("-d")
+        .arg(&classes)
+        .arg("-cp")
+        .arg(&classpath)
+        .arg(&source)
+        .status()
+        .await
+        .expect("run javac");
+    assert!(compiled.success(), "javac failed");
+
+    let server = server().await;
+    let client = connect(&server.connect_string()).await;
+    let (path, marker, counter) = ("/interop/lock", "/interop/inside", "/interop/counter");
+    client
+        .create("/interop", "", &zk_proto::CreateOptions::persistent())
+        .await
+        .expect("create /interop");
+    client
+        .create(counter, "0", &zk_proto::CreateOptions::persistent())
+        .await
+        .expect("create counter");
+
+    const JAVA_ROUNDS: usize = 150;
+    const RUST_ROUNDS: usize = 150;
+    const RUST_SESSIONS: usize = 2;
+    let java = tokio::process::Command::new(install.java())
+        .arg("-cp")
+        .arg(format!("{}:{classpath}", classes.display()))
+        .arg("CuratorLock")
+        .arg(server.connect_string())
+        .arg(path)
+        .arg(marker)
+        .arg(counter)
+        .arg(JAVA_ROUNDS.to_string())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start java");
+    // Let the JVM start and take part from the beginning.
+    let java_started = Instant::now();
+    while java_started.elapsed() < Duration::from_secs(20) {
+        let children = client.get_children(path).await.unwrap_or_default();
+        if !children.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..RUST_SESSIONS {
+        let client = connect(&server.connect_string()).await;
+        tasks.push(tokio::spawn(async move {
+            let lock = Lock::new(client.clone(), path);
+            let (mut violations, mut seen) = (0, Vec::new());
+            for _ in 0..RUST_ROUNDS {
+                let guard = lock.acquire().await.expect("acquire");
+                let (v, value) = checked_critical_section(&client, marker, counter).await;
+                violations += v;
+                seen.push(value);
+                guard.release().await.expect("release");
+            }
+            (violations, seen)
+        }));
+    }
+    let (mut rust_violations, mut seen) = (0, Vec::new());
+    for task in tasks {
+        let (v, values) = task.await.expect("task");
+        rust_violations += v;
+        seen.extend(values);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(120), java.wait_with_output())
+        .await
+        .expect("java finishes")
+        .expect("java output");
+    let _ = std::fs::remove_dir_all(&classes);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "java failed: {stdout}");
+    assert!(stdout.contains("violations=0"), "java side: {stdout}");
+    assert_eq!(rust_violations, 0);
+    // The two sides really contended: the Rust sections are not one block before or after
+    // the Java ones.
+    let (min, max) = (seen.iter().min(), seen.iter().max());
+    let span = max.zip(min).map(|(max, min)| max - min + 1).unwrap_or(0);
+    eprintln!(
+        "rust sections span {span} counter values for {} sections",
+        seen.len()
+    );
+    assert!(
+        span > seen.len() as u64,
+        "no interleaving with the Java side"
+    );
+    let (data, _) = client.get_data(counter).await.expect("counter");
+    assert_eq!(
+        &data[..],
+        (JAVA_ROUNDS + RUST_SESSIONS * RUST_ROUNDS)
+            .to_string()
+            .as_bytes()
+    );
+}

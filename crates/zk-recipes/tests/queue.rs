@@ -1,0 +1,244 @@
+//! The distributed FIFO queue and its bounded variant against a real server, with several
+//! producer and consumer sessions.
+
+mod bq_support;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bq_support::{eventually, join, server, sessions};
+use zk_recipes::queue::{BoundedQueue, Item, Queue};
+
+const WITHIN: Duration = Duration::from_secs(20);
+const STOP: &str = "stop";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_with_concurrent_producers_and_consumers() {
+    let server = server().await;
+    let connect_string = server.connect_string();
+    let clients = sessions(&connect_string, 12).await;
+
+    every_item_exactly_once(&clients[..4], &clients[4..]).await;
+    single_consumer_sees_producer_fifo(&clients[..4], &clients[4]).await;
+    blocking_take_wakes_on_put(&clients[0], &clients[1]).await;
+    bounded_queue_blocks_producer_until_take(&clients[0], &clients[1]).await;
+    bounded_queue_bound_holds_under_concurrent_producers(&clients[..4], &clients[4]).await;
+
+    for client in clients {
+        client.close().await.expect("close");
+    }
+}
+
+fn parse(item: &Item) -> (usize, usize) {
+    let text = std::str::from_utf8(&item.data).expect("utf-8");
+    let (producer, index) = text
+        .strip_prefix('p')
+        .and_then(|rest| rest.split_once('-'))
+        .expect("p<producer>-<index>");
+    (
+        producer.parse().expect("producer"),
+        index.parse().expect("index"),
+    )
+}
+
+async fn produce(
+    producers: &[zk_proto::Client],
+    path: &'static str,
+    per_producer: usize,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    producers
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(p, client)| {
+            tokio::spawn(async move {
+                let queue = Queue::new(client, path);
+                for i in 0..per_producer {
+                    queue.put(format!("p{p}-{i}")).await.expect("put");
+                }
+            })
+        })
+        .collect()
+}
+
+async fn every_item_exactly_once(producers: &[zk_proto::Client], consumers: &[zk_proto::Client]) {
+    const PATH: &str = "/queues/exactly-once";
+    const PER_PRODUCER: usize = 100;
+    let taken: Arc<Mutex<Vec<Item>>> = Arc::default();
+    let consumer_tasks: Vec<_> = consumers
+        .iter()
+        .cloned()
+        .map(|client| {
+            let taken = taken.clone();
+            tokio::spawn(async move {
+                let queue = Queue::new(client, PATH);
+                let mut mine = 0usize;
+                loop {
+                    let item = queue
+                        .take(Some(WITHIN))
+                        .await
+                        .expect("take")
+                        .expect("an item before the timeout");
+                    if item.data == STOP {
+                        return mine;
+                    }
+                    mine += 1;
+                    taken.lock().expect("taken").push(item);
+                }
+            })
+        })
+        .collect();
+    for task in produce(producers, PATH, PER_PRODUCER).await {
+        join(task, WITHIN).await;
+    }
+    // One stop item per consumer, after every real item.
+    let control = Queue::new(producers[0].clone(), PATH);
+    for _ in consumers {
+        control.put(STOP).await.expect("put stop");
+    }
+    let mut per_consumer = Vec::new();
+    for task in consumer_tasks {
+        per_consumer.push(join(task, WITHIN).await);
+    }
+    let taken = std::mem::take(&mut *taken.lock().expect("taken"));
+    let total = producers.len() * PER_PRODUCER;
+    assert_eq!(taken.len(), total, "no item lost, none duplicated");
+    let distinct: HashSet<(usize, usize)> = taken.iter().map(parse).collect();
+    assert_eq!(distinct.len(), total, "no item taken twice");
+    let names: HashSet<&str> = taken.iter().map(|item| item.name.as_str()).collect();
+    assert_eq!(names.len(), total, "no node taken twice");
+    assert_eq!(per_consumer.iter().sum::<usize>(), total);
+    assert_eq!(control.len().await.expect("len"), 0, "nothing left behind");
+}
+
+async fn single_consumer_sees_producer_fifo(
+    producers: &[zk_proto::Client],
+    consumer: &zk_proto::Client,
+) {
+    const PATH: &str = "/queues/fifo";
+    const PER_PRODUCER: usize = 50;
+    for task in produce(producers, PATH, PER_PRODUCER).await {
+        join(task, WITHIN).await;
+    }
+    let queue = Queue::new(consumer.clone(), PATH);
+    let mut order = Vec::new();
+    while let Some(item) = queue.try_take().await.expect("try_take") {
+        order.push(item);
+    }
+    assert_eq!(order.len(), producers.len() * PER_PRODUCER);
+    let sequences: Vec<i64> = order
+        .iter()
+        .map(|item| item.sequence().expect("sequence"))
+        .collect();
+    assert!(
+        sequences.windows(2).all(|w| w[0] < w[1]),
+        "taken in sequence order"
+    );
+    let mut next: BTreeMap<usize, usize> = BTreeMap::new();
+    for item in &order {
+        let (producer, index) = parse(item);
+        let expected = next.entry(producer).or_default();
+        assert_eq!(index, *expected, "producer {producer}'s items in order");
+        *expected += 1;
+    }
+    assert!(next.values().all(|&n| n == PER_PRODUCER));
+}
+
+async fn blocking_take_wakes_on_put(consumer: &zk_proto::Client, producer: &zk_proto::Client) {
+    const PATH: &str = "/queues/blocking";
+    let queue = Queue::new(consumer.clone(), PATH);
+    // Empty (even missing): a take times out.
+    assert_eq!(
+        queue
+            .take(Some(Duration::from_millis(200)))
+            .await
+            .expect("take"),
+        None
+    );
+    let waiting = tokio::spawn(async move { queue.take(Some(WITHIN)).await.expect("take") });
+    Queue::new(producer.clone(), PATH)
+        .put("hello")
+        .await
+        .expect("put");
+    let item = join(waiting, WITHIN).await.expect("woken by the put");
+    assert_eq!(item.data, "hello");
+}
+
+async fn bounded_queue_blocks_producer_until_take(
+    producer: &zk_proto::Client,
+    consumer: &zk_proto::Client,
+) {
+    const PATH: &str = "/queues/bounded";
+    let queue = BoundedQueue::new(producer.clone(), PATH, 3);
+    for i in 0..3 {
+        let put = queue.put(format!("item-{i}"), Some(WITHIN)).await;
+        assert!(put.expect("put").is_some(), "room for item {i}");
+    }
+    // Full: a put times out and adds nothing.
+    let put = queue.put("extra", Some(Duration::from_millis(200))).await;
+    assert_eq!(put.expect("put"), None);
+    assert_eq!(queue.queue().len().await.expect("len"), 3);
+
+    let blocked = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.put("item-3", Some(WITHIN)).await.expect("put") })
+    };
+    // The producer stays blocked while the queue is full.
+    let checker = queue.queue().clone();
+    eventually(WITHIN, "the blocked put is waiting", || {
+        let checker = checker.clone();
+        async move { checker.len().await.is_ok_and(|len| len == 3) }
+    })
+    .await;
+    assert!(!blocked.is_finished(), "blocked while full");
+
+    let consumer_queue = BoundedQueue::new(consumer.clone(), PATH, 3);
+    let first = consumer_queue.take(Some(WITHIN)).await.expect("take");
+    assert_eq!(first.expect("an item").data, "item-0");
+    assert!(
+        join(blocked, WITHIN).await.is_some(),
+        "unblocked by the take"
+    );
+    let mut rest = Vec::new();
+    while let Some(item) = consumer_queue.try_take().await.expect("try_take") {
+        rest.push(item.data);
+    }
+    assert_eq!(rest, ["item-1", "item-2", "item-3"]);
+}
+
+async fn bounded_queue_bound_holds_under_concurrent_producers(
+    producers: &[zk_proto::Client],
+    consumer: &zk_proto::Client,
+) {
+    const PATH: &str = "/queues/bounded-concurrent";
+    const CAPACITY: usize = 3;
+    const PER_PRODUCER: usize = 10;
+    let tasks: Vec<_> = producers
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(p, client)| {
+            tokio::spawn(async move {
+                let queue = BoundedQueue::new(client, PATH, CAPACITY);
+                for i in 0..PER_PRODUCER {
+                    let put = queue.put(format!("p{p}-{i}"), Some(WITHIN)).await;
+                    assert!(put.expect("put").is_some(), "put in time");
+                }
+            })
+        })
+        .collect();
+    let queue = BoundedQueue::new(consumer.clone(), PATH, CAPACITY);
+    let total = producers.len() * PER_PRODUCER;
+    let mut seen = HashSet::new();
+    while seen.len() < total {
+        let len = queue.queue().len().await.expect("len");
+        assert!(len <= CAPACITY, "bound exceeded: {len}");
+        let item = queue.take(Some(WITHIN)).await.expect("take").expect("item");
+        assert!(seen.insert(parse(&item)), "taken once");
+    }
+    for task in tasks {
+        join(task, WITHIN).await;
+    }
+    assert_eq!(queue.queue().len().await.expect("len"), 0);
+}
