@@ -1,0 +1,633 @@
+//! The workloads of the lock latency benchmark.
+
+use std::collections::VecDeque;
+use std::io::IsTerminal as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::time::{ClockId, clock_gettime};
+use tokio::sync::mpsc;
+use zk_proto::{Client, CreateOptions};
+use zk_recipes::election::LeaderLatch;
+use zk_recipes::lock::Lock;
+
+use super::{BoxError, Counters, Counts, Metric, read_counters};
+use crate::json;
+
+/// One workload of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Workload {
+    /// One session: sequential create (ephemeral, 16 bytes) then delete.
+    RawCreateDelete,
+    /// One session: sequential getData of one node.
+    RawGet,
+    /// One session: getData calls with many in flight.
+    PipelinedGet,
+    /// One session: acquire and release of one lock.
+    LockUncontended,
+    /// Several sessions cycling on one lock.
+    LockContended,
+    /// A leader latch whose leader closes its session.
+    ElectionFailover,
+    /// The codec benchmark's figures (quick mode).
+    Codec,
+}
+
+impl Workload {
+    /// Every workload, in report order.
+    pub const ALL: [Workload; 7] = [
+        Workload::RawCreateDelete,
+        Workload::RawGet,
+        Workload::PipelinedGet,
+        Workload::LockUncontended,
+        Workload::LockContended,
+        Workload::ElectionFailover,
+        Workload::Codec,
+    ];
+
+    /// The name on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Workload::RawCreateDelete => "raw_create_delete",
+            Workload::RawGet => "raw_get",
+            Workload::PipelinedGet => "pipelined_get",
+            Workload::LockUncontended => "lock_uncontended",
+            Workload::LockContended => "lock_contended",
+            Workload::ElectionFailover => "election_failover",
+            Workload::Codec => "codec",
+        }
+    }
+
+    /// The workload named `name`.
+    pub fn from_name(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+}
+
+/// What every workload needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Context {
+    pub(crate) connect: String,
+    pub(crate) addrs: Vec<SocketAddr>,
+    pub(crate) counts: Counts,
+    pub(crate) progress: bool,
+    /// A persistent node under which everything is created (removed at the end).
+    pub(crate) base: String,
+    /// Packets the server counts for one reading of the counters themselves.
+    pub(crate) counter_overhead: u64,
+}
+
+/// The 16 bytes of data of the raw creates and of the node read.
+const DATA: [u8; 16] = *b"rzk-bench-16-byt";
+
+/// How long a single wait (connect, leadership) may take before the run fails.
+const WAIT_LIMIT: Duration = Duration::from_secs(60);
+
+/// Process CPU time (user + system) so far.
+fn cpu_now() -> Duration {
+    let t = clock_gettime(ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or_default(),
+        u32::try_from(t.tv_nsec).unwrap_or_default(),
+    )
+}
+
+/// A progress line on stderr, redrawn about 20 times.
+struct Progress {
+    enabled: bool,
+    /// Redraw one line (a terminal); else only the final line is printed.
+    redraw: bool,
+    name: &'static str,
+    total: usize,
+    step: usize,
+}
+
+impl Progress {
+    fn new(ctx: &Context, name: &'static str, total: usize) -> Progress {
+        let p = Progress {
+            enabled: ctx.progress,
+            redraw: ctx.progress && std::io::stderr().is_terminal(),
+            name,
+            total,
+            step: (total / 20).max(1),
+        };
+        p.show(0);
+        p
+    }
+
+    fn tick(&self, done: usize) {
+        if done % self.step == 0 {
+            self.show(done);
+        }
+    }
+
+    fn show(&self, done: usize) {
+        if self.redraw {
+            eprint!("\r  {:<20} {done:>6}/{}", self.name, self.total);
+        }
+    }
+
+    fn finish(&self) {
+        if self.enabled {
+            let start = if self.redraw { "\r" } else { "" };
+            eprintln!(
+                "{start}  {:<20} {:>6}/{} done",
+                self.name, self.total, self.total
+            );
+        }
+    }
+}
+
+/// Counters, CPU and wall clock at the start of a measured section.
+struct Section {
+    counters: Counters,
+    cpu: Duration,
+    wall: Instant,
+}
+
+impl Section {
+    fn start(ctx: &Context) -> Section {
+        let counters = read_counters(&ctx.addrs);
+        Section {
+            counters,
+            cpu: cpu_now(),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Ends the section over `ops` operations: sets the per-op figures of `metrics` (the
+    /// server ones only if `server`).
+    fn finish(self, ctx: &Context, ops: usize, server: bool, metrics: &mut [Metric]) -> Duration {
+        let wall = self.wall.elapsed();
+        let cpu = cpu_now().saturating_sub(self.cpu);
+        let after = read_counters(&ctx.addrs);
+        let (packets, txns) = self.counters.per_op(&after, ctx.counter_overhead, ops);
+        let cpu_per_op = cpu.as_secs_f64() * 1e6 / ops.max(1) as f64;
+        for m in metrics {
+            m.client_cpu_us_per_op = Some(cpu_per_op);
+            if server {
+                m.server_packets_per_op = packets;
+                m.server_txns_per_op = txns;
+            }
+        }
+        wall
+    }
+}
+
+async fn connect(ctx: &Context) -> Result<Client, BoxError> {
+    let client = tokio::time::timeout(
+        WAIT_LIMIT,
+        Client::builder()
+            .session_timeout(Duration::from_secs(30))
+            .connect(&ctx.connect),
+    )
+    .await
+    .map_err(|_| format!("no session with {} within {WAIT_LIMIT:?}", ctx.connect))??;
+    Ok(client)
+}
+
+/// Creates a persistent node; an existing one is fine.
+async fn ensure_node(client: &Client, path: &str, data: &'static [u8]) -> Result<(), BoxError> {
+    match client
+        .create(path, data, &CreateOptions::persistent())
+        .await
+    {
+        Ok(_) | Err(zk_proto::Error::NodeExists) => Ok(()),
+        Err(e) => Err(format!("create {path}: {e}").into()),
+    }
+}
+
+/// Deletes `path` and everything under it (best effort).
+async fn delete_tree(client: &Client, path: &str) {
+    let mut order = Vec::new();
+    let mut stack = vec![path.to_owned()];
+    while let Some(p) = stack.pop() {
+        if let Ok(children) = client.get_children(&p).await {
+            stack.extend(children.into_iter().map(|c| format!("{p}/{c}")));
+        }
+        order.push(p);
+    }
+    for p in order.iter().rev() {
+        let _ = client.delete(p, None).await;
+    }
+}
+
+/// Runs the ZooKeeper workloads in order.
+pub(crate) async fn run_all(
+    ctx: &Context,
+    workloads: &[Workload],
+) -> Result<Vec<Metric>, BoxError> {
+    // A short-lived session for the base node: an idle session left open would send pings that
+    // land in the server's packet counters.
+    let admin = connect(ctx).await?;
+    ensure_node(&admin, &ctx.base, b"").await?;
+    let _ = admin.close().await;
+    let mut metrics = Vec::new();
+    let mut result = Ok(());
+    for &w in workloads {
+        let m = match w {
+            Workload::RawCreateDelete => raw_create_delete(ctx).await,
+            Workload::RawGet => raw_get(ctx).await,
+            Workload::PipelinedGet => pipelined_get(ctx).await,
+            Workload::LockUncontended => lock_uncontended(ctx).await,
+            Workload::LockContended => lock_contended(ctx).await,
+            Workload::ElectionFailover => election_failover(ctx).await,
+            Workload::Codec => Ok(Vec::new()),
+        };
+        match m {
+            Ok(m) => metrics.extend(m),
+            Err(e) => {
+                result = Err(format!("{}: {e}", w.name()));
+                break;
+            }
+        }
+    }
+    if let Ok(admin) = connect(ctx).await {
+        delete_tree(&admin, &ctx.base).await;
+        let _ = admin.close().await;
+    }
+    result?;
+    Ok(metrics)
+}
+
+/// `raw_create_delete`: `raw_create`, `raw_delete`, `raw_pair`.
+async fn raw_create_delete(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
+    let c = ctx.counts;
+    let client = connect(ctx).await?;
+    let path = format!("{}/raw", ctx.base);
+    let options = CreateOptions::ephemeral();
+    let progress = Progress::new(ctx, "raw_create_delete", c.raw_warmup + c.raw_pairs);
+    let mut creates = Vec::with_capacity(c.raw_pairs);
+    let mut deletes = Vec::with_capacity(c.raw_pairs);
+    let mut pairs = Vec::with_capacity(c.raw_pairs);
+    let mut section = None;
+    for i in 0..c.raw_warmup + c.raw_pairs {
+        if i == c.raw_warmup {
+            section = Some(Section::start(ctx));
+        }
+        let t0 = Instant::now();
+        client.create(&path, &DATA[..], &options).await?;
+        let t1 = Instant::now();
+        client.delete(&path, None).await?;
+        let t2 = Instant::now();
+        if i >= c.raw_warmup {
+            creates.push(t1 - t0);
+            deletes.push(t2 - t1);
+            pairs.push(t2 - t0);
+        }
+        progress.tick(i + 1);
+    }
+    progress.finish();
+    let mut metrics = vec![
+        Metric::from_samples("raw_create", &creates),
+        Metric::from_samples("raw_delete", &deletes),
+        Metric::from_samples("raw_pair", &pairs),
+    ];
+    if let Some(section) = section {
+        // CPU, packets and commits are per pair (create + delete): on `raw_pair` only.
+        section.finish(ctx, c.raw_pairs, true, &mut metrics[2..]);
+    }
+    let _ = client.close().await;
+    Ok(metrics)
+}
+
+/// `raw_get`: sequential getData.
+async fn raw_get(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
+    let n = ctx.counts.raw_gets;
+    let client = connect(ctx).await?;
+    let path = format!("{}/get", ctx.base);
+    ensure_node(&client, &path, &DATA).await?;
+    for _ in 0..n.min(200) {
+        client.get_data(&path).await?;
+    }
+    let progress = Progress::new(ctx, "raw_get", n);
+    let mut samples = Vec::with_capacity(n);
+    let section = Section::start(ctx);
+    for i in 0..n {
+        let t0 = Instant::now();
+        client.get_data(&path).await?;
+        samples.push(t0.elapsed());
+        progress.tick(i + 1);
+    }
+    let mut metrics = vec![Metric::from_samples("raw_get", &samples)];
+    let wall = section.finish(ctx, n, true, &mut metrics);
+    metrics[0].ops_per_s = Some(n as f64 / wall.as_secs_f64());
+    progress.finish();
+    let _ = client.close().await;
+    Ok(metrics)
+}
+
+/// `pipelined_get`: getData with up to `in_flight` calls outstanding; the latency of each call
+/// is from its issue to its reply.
+async fn pipelined_get(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
+    let n = ctx.counts.pipelined_gets;
+    let window = ctx.counts.in_flight;
+    let client = connect(ctx).await?;
+    let path = format!("{}/get", ctx.base);
+    ensure_node(&client, &path, &DATA).await?;
+    // Warm-up: a tenth of the run, pipelined too.
+    pipeline(&client, &path, (n / 10).max(1), window, None).await?;
+    let progress = Progress::new(ctx, "pipelined_get", n);
+    let section = Section::start(ctx);
+    let samples = pipeline(&client, &path, n, window, Some(&progress)).await?;
+    let mut metrics = vec![Metric::from_samples("pipelined_get", &samples)];
+    let wall = section.finish(ctx, n, true, &mut metrics);
+    metrics[0].ops_per_s = Some(n as f64 / wall.as_secs_f64());
+    metrics[0]
+        .extra
+        .push(("in_flight", json::num(window as f64)));
+    progress.finish();
+    let _ = client.close().await;
+    Ok(metrics)
+}
+
+async fn pipeline(
+    client: &Client,
+    path: &str,
+    n: usize,
+    window: usize,
+    progress: Option<&Progress>,
+) -> Result<Vec<Duration>, BoxError> {
+    let mut queue = VecDeque::with_capacity(window);
+    let mut samples = Vec::with_capacity(n);
+    let mut issued = 0;
+    while samples.len() < n {
+        while issued < n && queue.len() < window {
+            queue.push_back((Instant::now(), client.get_data(path)));
+            issued += 1;
+        }
+        // Replies come in request order: the oldest call completes first.
+        let Some((t0, reply)) = queue.pop_front() else {
+            break;
+        };
+        reply.await?;
+        samples.push(t0.elapsed());
+        if let Some(p) = progress {
+            p.tick(samples.len());
+        }
+    }
+    Ok(samples)
+}
+
+/// `lock_uncontended`: `lock_acquire`, `lock_release`, `lock_cycle`, with the server's packets
+/// and commits per cycle.
+async fn lock_uncontended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
+    let c = ctx.counts;
+    let client = connect(ctx).await?;
+    // A persistent parent, so that the server's container reaper never removes it mid-run.
+    let path = format!("{}/lock-uncontended", ctx.base);
+    ensure_node(&client, &path, b"").await?;
+    let lock = Lock::new(client.clone(), &path);
+    let progress = Progress::new(ctx, "lock_uncontended", c.lock_warmup + c.lock_cycles);
+    let mut acquires = Vec::with_capacity(c.lock_cycles);
+    let mut releases = Vec::with_capacity(c.lock_cycles);
+    let mut cycles = Vec::with_capacity(c.lock_cycles);
+    let mut section = None;
+    for i in 0..c.lock_warmup + c.lock_cycles {
+        if i == c.lock_warmup {
+            section = Some(Section::start(ctx));
+        }
+        let t0 = Instant::now();
+        let guard = lock.acquire().await?;
+        let t1 = Instant::now();
+        guard.release().await?;
+        let t2 = Instant::now();
+        if i >= c.lock_warmup {
+            acquires.push(t1 - t0);
+            releases.push(t2 - t1);
+            cycles.push(t2 - t0);
+        }
+        progress.tick(i + 1);
+    }
+    progress.finish();
+    let mut metrics = vec![
+        Metric::from_samples("lock_acquire", &acquires),
+        Metric::from_samples("lock_release", &releases),
+        Metric::from_samples("lock_cycle", &cycles),
+    ];
+    if let Some(section) = section {
+        // CPU, packets and commits are per cycle: on `lock_cycle` only.
+        section.finish(ctx, c.lock_cycles, true, &mut metrics[2..]);
+    }
+    let _ = client.close().await;
+    Ok(metrics)
+}
+
+/// Shared state of the contended run.
+#[derive(Debug, Default)]
+struct Contention {
+    holders: AtomicUsize,
+    violations: AtomicU64,
+    /// When the current holder started its release.
+    release_started: Mutex<Option<Instant>>,
+    handoffs: Mutex<Vec<Duration>>,
+    done: AtomicUsize,
+}
+
+/// `lock_contended`: handoff latency, cycles/s, violations, packets per cycle.
+async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
+    let c = ctx.counts;
+    let path = format!("{}/lock-contended", ctx.base);
+    let mut clients = Vec::with_capacity(c.contended_sessions);
+    for _ in 0..c.contended_sessions {
+        clients.push(connect(ctx).await?);
+    }
+    ensure_node(&clients[0], &path, b"").await?;
+    // Warm-up: one cycle per session, one after the other.
+    for client in &clients {
+        Lock::new(client.clone(), &path)
+            .acquire()
+            .await?
+            .release()
+            .await?;
+    }
+    let total = c.contended_sessions * c.contended_cycles;
+    let progress = Arc::new(Progress::new(ctx, "lock_contended", total));
+    let shared = Arc::new(Contention::default());
+    let section = Section::start(ctx);
+    let mut tasks = Vec::with_capacity(clients.len());
+    for client in &clients {
+        let lock = Lock::new(client.clone(), &path);
+        let shared = Arc::clone(&shared);
+        let progress = Arc::clone(&progress);
+        let cycles = c.contended_cycles;
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..cycles {
+                let guard = lock.acquire().await?;
+                let acquired = Instant::now();
+                if let Some(started) = lock_or_recover(&shared.release_started).take() {
+                    lock_or_recover(&shared.handoffs).push(acquired - started);
+                }
+                if shared.holders.fetch_add(1, Ordering::SeqCst) != 0 {
+                    shared.violations.fetch_add(1, Ordering::SeqCst);
+                }
+                // Let the other sessions run while the lock is held.
+                tokio::task::yield_now().await;
+                if shared.holders.load(Ordering::SeqCst) != 1 {
+                    shared.violations.fetch_add(1, Ordering::SeqCst);
+                }
+                shared.holders.fetch_sub(1, Ordering::SeqCst);
+                *lock_or_recover(&shared.release_started) = Some(Instant::now());
+                guard.release().await?;
+                progress.tick(shared.done.fetch_add(1, Ordering::SeqCst) + 1);
+            }
+            Ok::<(), zk_recipes::lock::LockError>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    progress.finish();
+    let handoffs = std::mem::take(&mut *lock_or_recover(&shared.handoffs));
+    let mut metrics = vec![Metric::from_samples("lock_contended", &handoffs)];
+    let wall = section.finish(ctx, total, true, &mut metrics);
+    let m = &mut metrics[0];
+    m.ops_per_s = Some(total as f64 / wall.as_secs_f64());
+    m.violations = Some(shared.violations.load(Ordering::SeqCst));
+    m.extra.push(("sessions", c.contended_sessions.to_string()));
+    m.extra.push(("cycles", total.to_string()));
+    for client in clients {
+        let _ = client.close().await;
+    }
+    Ok(metrics)
+}
+
+fn lock_or_recover<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `election_failover`: from the leader's close to another candidate knowing it leads.
+async fn election_failover(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
+    let c = ctx.counts;
+    let path = format!("{}/election", ctx.base);
+    let mut next_id = 0_usize;
+    let mut candidates: Vec<(Client, LeaderLatch)> = Vec::with_capacity(c.candidates);
+    let join = |client: &Client, id: usize| LeaderLatch::start(client, &path, format!("c{id}"));
+    for _ in 0..c.candidates {
+        let client = connect(ctx).await?;
+        let latch = join(&client, next_id);
+        next_id += 1;
+        candidates.push((client, latch));
+    }
+    let progress = Progress::new(ctx, "election_failover", c.failover_rounds);
+    let mut samples = Vec::with_capacity(c.failover_rounds);
+    let section = Section::start(ctx);
+    for round in 0..c.failover_rounds {
+        let leader = wait_for_leader(&candidates).await?;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut watchers = Vec::new();
+        for (i, (_, latch)) in candidates.iter().enumerate() {
+            if i == leader {
+                continue;
+            }
+            let mut leadership = latch.leadership();
+            let tx = tx.clone();
+            watchers.push(tokio::spawn(async move {
+                if leadership.wait_leading().await.is_ok() {
+                    let _ = tx.send(Instant::now());
+                }
+            }));
+        }
+        let t0 = Instant::now();
+        let (old_client, old_latch) = candidates.remove(leader);
+        old_client.close().await?;
+        let elected = tokio::time::timeout(WAIT_LIMIT, rx.recv())
+            .await
+            .map_err(|_| format!("no new leader within {WAIT_LIMIT:?}"))?
+            .ok_or("every candidate's election ended")?;
+        samples.push(elected.saturating_duration_since(t0));
+        for w in watchers {
+            w.abort();
+        }
+        drop(old_latch);
+        // A new candidate takes the old leader's place at the end of the queue.
+        let client = connect(ctx).await?;
+        let latch = join(&client, next_id);
+        next_id += 1;
+        candidates.push((client, latch));
+        progress.tick(round + 1);
+    }
+    progress.finish();
+    let mut metrics = vec![Metric::from_samples("election_failover", &samples)];
+    section.finish(ctx, c.failover_rounds, true, &mut metrics);
+    metrics[0]
+        .extra
+        .push(("candidates", c.candidates.to_string()));
+    for (client, latch) in candidates {
+        drop(latch);
+        let _ = client.close().await;
+    }
+    Ok(metrics)
+}
+
+/// The index of the candidate that leads (waits for one).
+async fn wait_for_leader(candidates: &[(Client, LeaderLatch)]) -> Result<usize, BoxError> {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    loop {
+        if let Some(i) = candidates.iter().position(|(_, l)| l.is_leader()) {
+            return Ok(i);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("no leader within {WAIT_LIMIT:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// `codec`: the codec benchmark in quick mode, one metric per message and direction.
+pub(crate) fn codec(no_java: bool, progress: bool) -> Result<Vec<Metric>, BoxError> {
+    let mut options = crate::Options {
+        json: true,
+        quick: true,
+        no_java,
+    };
+    let report = match crate::run(&options) {
+        Ok(report) => report,
+        Err(e) if !no_java => {
+            if progress {
+                eprintln!("lock_latency: codec reference unavailable ({e}); timing ours only");
+            }
+            options.no_java = true;
+            crate::run(&options)?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut metrics = Vec::new();
+    for row in &report.rows {
+        let sides = [
+            (
+                "decode",
+                row.ours_decode,
+                row.reference.map(|r| r.0),
+                row.decode_ratio(),
+            ),
+            (
+                "encode",
+                row.ours_encode,
+                row.reference.map(|r| r.1),
+                row.encode_ratio(),
+            ),
+        ];
+        for (direction, ours, reference, ratio) in sides {
+            let mut m = Metric {
+                name: format!("codec_{}_{direction}", row.case.id()),
+                n: Some(ours.iters_per_round),
+                p50_us: Some(ours.median_ns / 1e3),
+                ops_per_s: Some(1e9 / ours.median_ns),
+                ..Metric::default()
+            };
+            m.extra.push(("bytes", row.bytes.to_string()));
+            m.extra.push((
+                "reference_p50_us",
+                json::opt_num(reference.map(|r| r.median_ns / 1e3)),
+            ));
+            m.extra.push(("ratio_vs_reference", json::opt_num(ratio)));
+            metrics.push(m);
+        }
+    }
+    Ok(metrics)
+}

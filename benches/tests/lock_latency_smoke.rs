@@ -1,0 +1,132 @@
+//! Runs the lock latency benchmark binary with tiny counts and `--json` against its own local
+//! ZooKeeper, and checks the report's shape: every expected metric line parses, the contended
+//! lock saw no mutual-exclusion violation, and the ratios are finite. No timing thresholds.
+//!
+//! Java and the ZooKeeper jars are required (the binary starts a server with the test kit):
+//! when they are missing the binary fails with a message naming `scripts/install-deps.sh`, and
+//! so does this test.
+
+use std::process::Command;
+
+use zk_benches::json::{self, Value};
+
+const EXPECTED: [&str; 15] = [
+    "raw_create",
+    "raw_delete",
+    "raw_pair",
+    "raw_get",
+    "pipelined_get",
+    "lock_acquire",
+    "lock_release",
+    "lock_cycle",
+    "lock_contended",
+    "election_failover",
+    "codec_get_data_reply_decode",
+    "codec_watcher_event_encode",
+    "lock_cycle_p50/raw_pair_p50",
+    "handoff_p50/raw_delete_p50",
+    "pipelined_get_ops/raw_get_ops",
+];
+
+const LATENCY_KEYS: [&str; 4] = ["p50_us", "p90_us", "p99_us", "max_us"];
+
+fn finite(line: &Value, key: &str) -> f64 {
+    let value = line
+        .get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} is not a number in {line:?}"));
+    assert!(
+        value.is_finite() && value >= 0.0,
+        "{key} = {value} in {line:?}"
+    );
+    value
+}
+
+#[test]
+fn tiny_run_reports_every_metric() {
+    let args = [
+        "--json",
+        "--quiet",
+        "--codec-no-java",
+        "--scale",
+        "0.01",
+        "--contended-sessions",
+        "3",
+        "--contended-cycles",
+        "5",
+        "--candidates",
+        "3",
+        "--failover-rounds",
+        "2",
+        "--pipelined-gets",
+        "300",
+        "--in-flight",
+        "32",
+    ];
+    let output = Command::new(env!("CARGO_BIN_EXE_lock_latency"))
+        .args(args)
+        .output()
+        .expect("the lock_latency binary starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "lock_latency {args:?} failed with {}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| json::parse(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let by_name = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l.get("metric").and_then(Value::as_str) == Some(name))
+            .unwrap_or_else(|| panic!("no {name} line in:\n{stdout}"))
+    };
+    for line in &lines {
+        assert_eq!(line.get("client").and_then(Value::as_str), Some("rzk"));
+        for key in ["n", "p50_us", "p90_us", "p99_us", "max_us", "ops_per_s"] {
+            assert!(line.get(key).is_some(), "{key} missing in {line:?}");
+        }
+        assert!(line.get("client_cpu_us_per_op").is_some());
+    }
+    for name in EXPECTED {
+        by_name(name);
+    }
+    for name in &EXPECTED[..10] {
+        let line = by_name(name);
+        assert!(finite(line, "n") >= 1.0, "{name}: no samples");
+        for key in LATENCY_KEYS {
+            finite(line, key);
+        }
+    }
+    for name in [
+        "raw_pair",
+        "raw_get",
+        "pipelined_get",
+        "lock_cycle",
+        "lock_contended",
+    ] {
+        let line = by_name(name);
+        finite(line, "server_packets_per_op");
+        finite(line, "client_cpu_us_per_op");
+    }
+    for name in ["raw_get", "pipelined_get", "lock_contended"] {
+        assert!(
+            finite(by_name(name), "ops_per_s") > 0.0,
+            "{name}: no throughput"
+        );
+    }
+    let contended = by_name("lock_contended");
+    assert_eq!(
+        contended.get("violations").and_then(Value::as_f64),
+        Some(0.0),
+        "mutual exclusion violated: {contended:?}"
+    );
+    for name in &EXPECTED[12..] {
+        let ratio = finite(by_name(name), "ratio");
+        assert!(ratio > 0.0, "{name}: ratio {ratio}");
+    }
+}
