@@ -5,6 +5,8 @@
 //! - [`Ensemble`]: a quorum of `n` servers (`QuorumPeerMain`) on loopback, with per-server
 //!   stop/kill/restart and leader lookup.
 //! - [`four_letter`]: ZooKeeper's four-letter admin commands (`ruok`, `srvr`, `mntr`, ...).
+//! - [`fault`]: fault injection on tokio: a TCP proxy that cuts, refuses, freezes, delays or
+//!   cuts right after a chosen request, and a hostile scripted server.
 //!
 //! The API is synchronous (std processes and sockets); call it from `#[test]` functions, or
 //! from async tests through `tokio::task::spawn_blocking` when a start must not block a runtime
@@ -36,6 +38,7 @@
 
 mod ensemble;
 mod error;
+pub mod fault;
 mod four_letter;
 mod install;
 mod options;
