@@ -61,7 +61,10 @@ async fn cut_after_request_loses_the_reply_of_an_applied_request() {
         .create("/after", "y", &CreateOptions::persistent())
         .await
         .expect("create after the fault");
-    assert!(proxy.accepted() >= 2, "the client reconnected through the proxy");
+    assert!(
+        proxy.accepted() >= 2,
+        "the client reconnected through the proxy"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,8 +84,15 @@ async fn freeze_holds_traffic_without_closing_and_thaw_delivers_it() {
     });
     // Well inside the read timeout (2/3 of 4 s): no reply may arrive while frozen.
     let early = timeout(Duration::from_millis(800), &mut read).await;
-    assert!(early.is_err(), "a reply got through a frozen proxy: {early:?}");
-    assert_eq!(proxy.open_links(), 1, "the connection stays open while frozen");
+    assert!(
+        early.is_err(),
+        "a reply got through a frozen proxy: {early:?}"
+    );
+    assert_eq!(
+        proxy.open_links(),
+        1,
+        "the connection stays open while frozen"
+    );
     proxy.thaw();
     let (data, _) = timeout(GUARD, read)
         .await

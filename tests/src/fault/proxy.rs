@@ -241,7 +241,9 @@ impl Shared {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A relay task that panicked cannot leave these maps half-updated: recover the data.
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
@@ -345,7 +347,9 @@ async fn relay_requests(
         obey(&shared).await;
         // The first frame of a connection is the ConnectRequest, which has no header.
         let op = (!first && len >= 8).then(|| {
-            OpCode(i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]))
+            OpCode(i32::from_be_bytes([
+                frame[8], frame[9], frame[10], frame[11],
+            ]))
         });
         first = false;
         let armed = op.and_then(|op| shared.take_armed(op));
