@@ -10,6 +10,8 @@
 //! - the contenders are ordered by sequence number; the lowest holds a mutex;
 //! - a waiter watches only the node it waits for (its immediate blocking predecessor), and when
 //!   that node was the only one in its way, its deletion alone grants the lock (no new listing);
+//! - an exclusive holder that had to wait marks its node as holding (one `setData`, not
+//!   awaited), so that the waiter behind it also takes the lock on the deletion alone;
 //! - a lost create reply is recovered by finding the node by its per-attempt `<uuid>`;
 //! - a cancelled, failed or timed-out acquire deletes its node;
 //! - the held lock is a [`LockGuard`] that tells when the session (and so possibly the lock) is
@@ -59,6 +61,13 @@ pub enum LockError {
         child: String,
     },
 }
+
+/// The data an exclusive holder (mutex, write lock) that had to wait writes into its own node
+/// once it holds the lock (`setData`, so the node's version becomes 1). The waiter behind it,
+/// reading this with its watch, knows that every earlier node is gone: the deletion of the
+/// holder's node then grants it the lock without a new listing. Curator never writes into its
+/// lock nodes after creating them, so a version-0 node is never taken for a marked one.
+pub const HELD_MARK: &[u8] = b"rzk:held";
 
 /// The result of the lock operations.
 pub type Result<T, E = LockError> = std::result::Result<T, E>;
@@ -386,6 +395,7 @@ impl Queue {
         };
         let own_name = own.rsplit('/').next().unwrap_or(&own).to_owned();
         // 2. Wait for our turn.
+        let mut waited = false;
         loop {
             let (listing, children_watch) = match children.take() {
                 Some(listing) => listing,
@@ -397,32 +407,60 @@ impl Queue {
             };
             self.drop_duplicates(&listing, &attempt.id, &own_name).await;
             match decide(self.kind, &listing, &own_name)? {
-                Decision::Acquired => return Ok(self.guard(own, czxid)),
+                Decision::Acquired => return Ok(self.grant(own, czxid, waited)),
                 Decision::Missing => return Err(LockError::Lost),
                 Decision::WatchChildren => {
+                    waited = true;
                     if let Some(watch) = children_watch {
                         watch.changed().await.map_err(LockError::from)?;
                     }
                 }
                 Decision::Watch { node, last } => {
-                    let path = self.child_path(&node);
-                    match self.client.get_data_watch(&path).await {
-                        Ok((_, _, watch)) => {
-                            let event = watch.changed().await?;
-                            if last && event.event_type == EventType::NODE_DELETED {
-                                return Ok(self.guard(own, czxid));
-                            }
-                        }
-                        Err(zk_proto::Error::NoNode) if last => {
-                            return Ok(self.guard(own, czxid));
-                        }
-                        Err(zk_proto::Error::NoNode) => {}
-                        Err(e) if e.is_retryable() => {}
-                        Err(e) => return Err(e.into()),
+                    waited = true;
+                    if self.predecessor_gone(&node, last).await? {
+                        return Ok(self.grant(own, czxid, waited));
                     }
                 }
             }
         }
+    }
+
+    /// Waits for the predecessor `node` to change. `Ok(true)`: it is gone and it was the last
+    /// node in the way (it was alone before us, or it held the lock: see [`HELD_MARK`]), so
+    /// the lock is ours. `Ok(false)`: list again.
+    async fn predecessor_gone(&self, node: &str, mut last: bool) -> Result<bool> {
+        let path = self.child_path(node);
+        loop {
+            match self.client.get_data_watch(&path).await {
+                Ok((data, stat, watch)) => {
+                    // A marked predecessor holds the lock: nothing before it is left, and
+                    // nothing between it and us (it was our immediate predecessor).
+                    last |= stat.version > 0 && data[..] == *HELD_MARK;
+                    let event = watch.changed().await?;
+                    if event.event_type == EventType::NODE_DELETED {
+                        return Ok(last);
+                    }
+                    if event.event_type != EventType::NODE_DATA_CHANGED {
+                        return Ok(false);
+                    }
+                    // Its data changed (the holder's mark, most likely): read it again.
+                }
+                Err(zk_proto::Error::NoNode) => return Ok(last),
+                Err(e) if e.is_retryable() => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The guard of a granted lock. An exclusive holder that had to wait marks its node (see
+    /// [`HELD_MARK`]); the `setData` is queued now and not awaited: if it fails, the waiter
+    /// behind lists the children again, as without the mark. An uncontended holder does not
+    /// mark: a later waiter sees it as the only node in its way anyway.
+    fn grant(&self, node: String, czxid: i64, waited: bool) -> LockGuard {
+        if waited && self.kind.rule == Rule::Exclusive {
+            drop(self.client.set_data(&node, HELD_MARK, Some(0)));
+        }
+        self.guard(node, czxid)
     }
 
     /// Lists the children (queued now), with a children watch for the semaphore.

@@ -47,6 +47,8 @@ struct Shared {
     next_link: AtomicU64,
     accepted: AtomicU64,
     armed: Mutex<Option<Arc<Armed>>>,
+    /// Requests forwarded to the server, by op code.
+    forwarded: Mutex<HashMap<i32, u64>>,
 }
 
 #[derive(Debug)]
@@ -99,6 +101,7 @@ impl FaultProxy {
             next_link: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             armed: Mutex::new(None),
+            forwarded: Mutex::default(),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone())).abort_handle();
         Ok(FaultProxy {
@@ -121,6 +124,15 @@ impl FaultProxy {
     /// Connections accepted so far, refused ones included: a client's connection attempts.
     pub fn accepted(&self) -> u64 {
         self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Requests with op code `op` forwarded to the server so far, over every connection: how
+    /// many round trips of a kind a client made.
+    pub fn forwarded(&self, op: OpCode) -> u64 {
+        lock(&self.shared.forwarded)
+            .get(&i32::from(op))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Connections being relayed now.
@@ -358,6 +370,9 @@ async fn relay_requests(
         }
         if to.write_all(&frame).await.is_err() {
             break;
+        }
+        if let Some(op) = op {
+            *lock(&shared.forwarded).entry(i32::from(op)).or_default() += 1;
         }
         if let Some(armed) = armed {
             // Wait for the server's answer (swallowed by the other relay), then cut. Bytes
