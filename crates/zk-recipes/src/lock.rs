@@ -10,8 +10,9 @@
 //! - the contenders are ordered by sequence number; the lowest holds a mutex;
 //! - a waiter watches only the node it waits for (its immediate blocking predecessor), and when
 //!   that node was the only one in its way, its deletion alone grants the lock (no new listing);
-//! - an exclusive holder that had to wait marks its node as holding (one `setData`, not
-//!   awaited), so that the waiter behind it also takes the lock on the deletion alone;
+//! - a waiter also watches the node before its predecessor: when that one goes, it lists again
+//!   while its predecessor takes the lock, so that it learns in time that its predecessor is
+//!   the last node in its way and then takes the lock on the deletion alone;
 //! - a lost create reply is recovered by finding the node by its per-attempt `<uuid>`;
 //! - a cancelled, failed or timed-out acquire deletes its node;
 //! - the held lock is a [`LockGuard`] that tells when the session (and so possibly the lock) is
@@ -22,10 +23,25 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use zk_proto::{Client, CreateMode, CreateOptions, EventType, OneshotWatcher, SessionState};
+use zk_proto::{
+    Client, CreateMode, CreateOptions, EventType, OneshotWatcher, SessionState, WatchedEvent,
+};
 
 /// A listing and, for the semaphore, its children watch.
 type Listing = (Vec<String>, Option<OneshotWatcher>);
+
+/// A watch on a contender's node, kept across listings.
+type WatchFuture = Pin<Box<dyn Future<Output = zk_proto::Result<WatchedEvent>> + Send>>;
+
+/// The outcome of setting a watch on a contender's node.
+enum Watched {
+    /// The watch is set.
+    Armed(WatchFuture),
+    /// The node is gone already.
+    Gone,
+    /// The call failed with a retryable error: list again.
+    Retry,
+}
 
 use crate::sequential::{attempt_id, is_own_node, protected_name, sequence_of, sort_by_sequence};
 
@@ -61,13 +77,6 @@ pub enum LockError {
         child: String,
     },
 }
-
-/// The data an exclusive holder (mutex, write lock) that had to wait writes into its own node
-/// once it holds the lock (`setData`, so the node's version becomes 1). The waiter behind it,
-/// reading this with its watch, knows that every earlier node is gone: the deletion of the
-/// holder's node then grants it the lock without a new listing. Curator never writes into its
-/// lock nodes after creating them, so a version-0 node is never taken for a marked one.
-pub const HELD_MARK: &[u8] = b"rzk:held";
 
 /// The result of the lock operations.
 pub type Result<T, E = LockError> = std::result::Result<T, E>;
@@ -115,7 +124,13 @@ enum Decision {
     Acquired,
     /// It waits for `node` to go; `last`: that node is the only one in its way, so its
     /// deletion grants the lock (sequence numbers only grow, so no earlier node can appear).
-    Watch { node: String, last: bool },
+    /// `before`: the node just before `node` (any kind), watched too when `node` is not the
+    /// last, because its deletion may make `node` the last.
+    Watch {
+        node: String,
+        last: bool,
+        before: Option<String>,
+    },
     /// It waits for any change of the children (semaphore).
     WatchChildren,
     /// Its own node is not among the children.
@@ -156,23 +171,36 @@ fn decide(kind: Kind, children: &[String], own: &str) -> Result<Decision> {
         return Ok(Decision::Missing);
     };
     let before = &queue[..index];
+    // The node just before `node` in the queue, if `node` is not the last one in the way.
+    let before_of = |node: &String, last: bool| {
+        let at = before.iter().position(|c| c == node)?;
+        (!last && at > 0).then(|| before[at - 1].clone())
+    };
     match kind.rule {
         Rule::Exclusive => Ok(match before.last() {
             None => Decision::Acquired,
-            Some(node) => Decision::Watch {
-                node: node.clone(),
-                last: before.len() == 1,
-            },
+            Some(node) => {
+                let last = before.len() == 1;
+                Decision::Watch {
+                    node: node.clone(),
+                    last,
+                    before: before_of(node, last),
+                }
+            }
         }),
         Rule::Read => {
             let mut writers = before.iter().filter(|c| c.contains(WRITE_NAME));
             let first = writers.next_back();
             Ok(match first {
                 None => Decision::Acquired,
-                Some(node) => Decision::Watch {
-                    node: node.clone(),
-                    last: writers.next().is_none(),
-                },
+                Some(node) => {
+                    let last = writers.next().is_none();
+                    Decision::Watch {
+                        node: node.clone(),
+                        last,
+                        before: before_of(node, last),
+                    }
+                }
             })
         }
         Rule::Permits(n) if before.len() < n => Ok(Decision::Acquired),
@@ -394,8 +422,9 @@ impl Queue {
             }
         };
         let own_name = own.rsplit('/').next().unwrap_or(&own).to_owned();
-        // 2. Wait for our turn.
-        let mut waited = false;
+        // 2. Wait for our turn. The watch on the predecessor is kept across listings as long
+        // as the predecessor stays the same.
+        let mut predecessor: Option<(String, WatchFuture)> = None;
         loop {
             let (listing, children_watch) = match children.take() {
                 Some(listing) => listing,
@@ -407,60 +436,75 @@ impl Queue {
             };
             self.drop_duplicates(&listing, &attempt.id, &own_name).await;
             match decide(self.kind, &listing, &own_name)? {
-                Decision::Acquired => return Ok(self.grant(own, czxid, waited)),
+                Decision::Acquired => return Ok(self.guard(own, czxid)),
                 Decision::Missing => return Err(LockError::Lost),
                 Decision::WatchChildren => {
-                    waited = true;
                     if let Some(watch) = children_watch {
                         watch.changed().await.map_err(LockError::from)?;
                     }
                 }
-                Decision::Watch { node, last } => {
-                    waited = true;
-                    if self.predecessor_gone(&node, last).await? {
-                        return Ok(self.grant(own, czxid, waited));
+                Decision::Watch { node, last, before } => {
+                    // Both watches are requested back to back (one round trip).
+                    let renew = predecessor
+                        .as_ref()
+                        .is_none_or(|(watched, _)| *watched != node);
+                    let on_node = renew.then(|| self.watch_node(&node));
+                    let on_before = before.as_ref().map(|before| self.watch_node(before));
+                    if let Some(on_node) = on_node {
+                        predecessor = match on_node.await? {
+                            Watched::Armed(watch) => Some((node.clone(), watch)),
+                            Watched::Gone if last => return Ok(self.guard(own, czxid)),
+                            Watched::Gone | Watched::Retry => continue,
+                        };
+                    }
+                    let Some((_, watch)) = predecessor.as_mut() else {
+                        continue;
+                    };
+                    let ahead = match on_before {
+                        Some(on_before) => match on_before.await? {
+                            Watched::Armed(watch) => Some(watch),
+                            // Gone already: list again at once.
+                            Watched::Gone | Watched::Retry => continue,
+                        },
+                        None => None,
+                    };
+                    let ahead = async move {
+                        match ahead {
+                            Some(watch) => watch.await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        event = watch => {
+                            predecessor = None;
+                            if last && event?.event_type == EventType::NODE_DELETED {
+                                return Ok(self.guard(own, czxid));
+                            }
+                        }
+                        // The node before the predecessor changed: list again (the
+                        // predecessor may now be the last node in the way). The predecessor's
+                        // watch is kept.
+                        event = ahead => {
+                            event?;
+                        }
                     }
                 }
             }
         }
     }
 
-    /// Waits for the predecessor `node` to change. `Ok(true)`: it is gone and it was the last
-    /// node in the way (it was alone before us, or it held the lock: see [`HELD_MARK`]), so
-    /// the lock is ours. `Ok(false)`: list again.
-    async fn predecessor_gone(&self, node: &str, mut last: bool) -> Result<bool> {
-        let path = self.child_path(node);
-        loop {
-            match self.client.get_data_watch(&path).await {
-                Ok((data, stat, watch)) => {
-                    // A marked predecessor holds the lock: nothing before it is left, and
-                    // nothing between it and us (it was our immediate predecessor).
-                    last |= stat.version > 0 && data[..] == *HELD_MARK;
-                    let event = watch.changed().await?;
-                    if event.event_type == EventType::NODE_DELETED {
-                        return Ok(last);
-                    }
-                    if event.event_type != EventType::NODE_DATA_CHANGED {
-                        return Ok(false);
-                    }
-                    // Its data changed (the holder's mark, most likely): read it again.
-                }
-                Err(zk_proto::Error::NoNode) => return Ok(last),
-                Err(e) if e.is_retryable() => return Ok(false),
-                Err(e) => return Err(e.into()),
+    /// Sets a watch on the contender `node` (`getData` + watch, as Curator does). The request
+    /// is queued when this is called.
+    fn watch_node(&self, node: &str) -> Pin<Box<dyn Future<Output = Result<Watched>> + Send>> {
+        let call = self.client.get_data_watch(&self.child_path(node));
+        Box::pin(async move {
+            match call.await {
+                Ok((_, _, watch)) => Ok(Watched::Armed(Box::pin(watch.changed()))),
+                Err(zk_proto::Error::NoNode) => Ok(Watched::Gone),
+                Err(e) if e.is_retryable() => Ok(Watched::Retry),
+                Err(e) => Err(e.into()),
             }
-        }
-    }
-
-    /// The guard of a granted lock. An exclusive holder that had to wait marks its node (see
-    /// [`HELD_MARK`]); the `setData` is queued now and not awaited: if it fails, the waiter
-    /// behind lists the children again, as without the mark. An uncontended holder does not
-    /// mark: a later waiter sees it as the only node in its way anyway.
-    fn grant(&self, node: String, czxid: i64, waited: bool) -> LockGuard {
-        if waited && self.kind.rule == Rule::Exclusive {
-            drop(self.client.set_data(&node, HELD_MARK, Some(0)));
-        }
-        self.guard(node, czxid)
+        })
     }
 
     /// Lists the children (queued now), with a children watch for the semaphore.
@@ -875,14 +919,16 @@ mod tests {
             decide(MUTEX, &children, "_c_c-lock-0000000002"),
             Ok(Decision::Watch {
                 node: "_c_a-lock-0000000001".into(),
-                last: true
+                last: true,
+                before: None,
             })
         );
         assert_eq!(
             decide(MUTEX, &children, "_c_b-lock-0000000003"),
             Ok(Decision::Watch {
                 node: "_c_c-lock-0000000002".into(),
-                last: false
+                last: false,
+                before: Some("_c_a-lock-0000000001".into()),
             })
         );
         assert_eq!(
@@ -932,21 +978,24 @@ mod tests {
             decide(WRITE, &children, "_c_b-__WRITE__0000000002"),
             Ok(Decision::Watch {
                 node: "_c_a-__READ__0000000001".into(),
-                last: true
+                last: true,
+                before: None,
             })
         );
         assert_eq!(
             decide(READ, &children, "_c_c-__READ__0000000003"),
             Ok(Decision::Watch {
                 node: "_c_b-__WRITE__0000000002".into(),
-                last: true
+                last: true,
+                before: None,
             })
         );
         assert_eq!(
             decide(READ, &children, "_c_e-__READ__0000000005"),
             Ok(Decision::Watch {
                 node: "_c_d-__WRITE__0000000004".into(),
-                last: false
+                last: false,
+                before: Some("_c_c-__READ__0000000003".into()),
             })
         );
     }

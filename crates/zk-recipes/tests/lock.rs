@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lock_support::{Proxy, SERIAL, connect, server, wait_children};
 use zk_proto::SessionState;
 use zk_proto::jute::OpCode;
-use zk_recipes::lock::{HELD_MARK, Lock, LockError, ReadWriteLock, Semaphore, Validity};
+use zk_recipes::lock::{Lock, LockError, ReadWriteLock, Semaphore, Validity};
 use zk_testkit::fault::FaultProxy;
 
 const SESSIONS: usize = 16;
@@ -547,10 +547,11 @@ async fn wait_forwarded(proxy: &FaultProxy, op: OpCode, n: u64) {
 }
 
 /// A waiter whose predecessor was itself waiting behind an earlier node takes the lock on the
-/// predecessor's deletion alone, because the predecessor marked its node once it held the lock:
-/// the waiter lists the children once, when it queues, and never again.
+/// predecessor's deletion alone: it lists the children when it queues and again when the node
+/// before its predecessor goes (while its predecessor takes the lock), never after the
+/// predecessor's release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_waiter_behind_a_marked_holder_takes_the_lock_without_listing_again() {
+async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone() {
     let _serial = SERIAL.lock().await;
     let server = server().await;
     let path = "/handoff/lock";
@@ -577,20 +578,18 @@ async fn the_waiter_behind_a_marked_holder_takes_the_lock_without_listing_again(
         let lock = Lock::new(c.clone(), path);
         async move { lock.acquire().await }
     });
-    // C listed (A and B before it) and reads B's data with a watch: B is not marked yet.
-    wait_forwarded(&proxy, OpCode::GET_DATA, 1).await;
-    c.sync("/").await.expect("a round trip behind C's read");
+    // C listed (A and B before it) and watches B and A.
+    wait_forwarded(&proxy, OpCode::GET_DATA, 2).await;
+    c.sync("/").await.expect("a round trip behind C's watches");
     assert_eq!(lists(&proxy), 1);
 
     a_guard.release().await.expect("release a");
     let b_guard = b_wait.await.expect("task").expect("b acquires");
-    // B marks its node; C is told its data changed and reads it again.
-    wait_forwarded(&proxy, OpCode::GET_DATA, 2).await;
-    c.sync("/")
-        .await
-        .expect("a round trip behind C's second read");
-    let (data, stat) = a.get_data(b_guard.node()).await.expect("b's node");
-    assert_eq!((&data[..], stat.version), (HELD_MARK, 1));
+    // A's deletion makes C list again: B is now the only node in its way.
+    wait_forwarded(&proxy, OpCode::GET_CHILDREN, 2).await;
+    c.sync("/").await.expect("a round trip behind C's listing");
+    assert_eq!(lists(&proxy), 2);
+    assert_eq!(proxy.forwarded(OpCode::GET_DATA), 2, "B's watch is kept");
 
     b_guard.release().await.expect("release b");
     let c_guard = tokio::time::timeout(Duration::from_secs(10), c_wait)
@@ -599,7 +598,7 @@ async fn the_waiter_behind_a_marked_holder_takes_the_lock_without_listing_again(
         .expect("task")
         .expect("c acquires");
     assert!(c_guard.is_valid());
-    assert_eq!(lists(&proxy), 1, "C listed the children again");
+    assert_eq!(lists(&proxy), 2, "C listed the children after B's release");
     assert_eq!(a.get_children(path).await.expect("list").len(), 1);
     c_guard.release().await.expect("release c");
 }
