@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes};
 use futures_util::{SinkExt, StreamExt};
-use jute::{Encode, FrameCodec, Response};
+use jute::{Encode, FrameCodec, FrameError, Response};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
@@ -174,6 +174,12 @@ impl Driver {
         // then (dropping it cancels it).
         let mut searching: Option<Searching> = None;
         loop {
+            // A session that ended (expired, closed) dials no more: drop an attempt still
+            // waiting out its backoff or its TCP connect, or it would connect once more
+            // after the end (and, with handles alive, keep the host busy for nothing).
+            if connecting.is_some() && !self.session.wants_connection() {
+                connecting = None;
+            }
             if conn.is_none() && connecting.is_none() && self.session.wants_connection() {
                 let (index, attempt) = self.connect_next(preferred.take());
                 current = Some(index);
@@ -227,6 +233,21 @@ impl Driver {
                     let now = Instant::now().into_std();
                     match frame {
                         Some(Ok(frame)) => self.session.handle_frame(now, frame),
+                        Some(Err(FrameError::TooLong { len, max })) => {
+                            // Refused from its length prefix, before any buffer was reserved.
+                            // The bytes after the prefix may already be in, naming the request
+                            // the reply belongs to: that request gets `ReplyTooLarge`.
+                            let xid = conn
+                                .as_ref()
+                                .and_then(|framed| framed.read_buffer().get(4..8))
+                                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                            tracing::info!(len, max, ?xid, "frame over the limit; dropping the connection");
+                            conn = None;
+                            self.session.handle_oversized_frame(now, len, xid);
+                            self.lost_before_session(&format_args!(
+                                "frame of {len} bytes exceeds the maximum of {max}"
+                            ));
+                        }
                         Some(Err(error)) => {
                             tracing::info!(%error, "connection failed");
                             conn = None;
@@ -293,16 +314,7 @@ impl Driver {
                 }
                 self.dispatch(event);
             }
-            let published = Published {
-                state: self.session.state(),
-                session_id: self.session.session_id(),
-                negotiated_timeout: self.session.negotiated_timeout(),
-            };
-            self.published.send_if_modified(|current| {
-                let changed = *current != published;
-                *current = published;
-                changed
-            });
+            self.publish();
             if self.session.state().is_terminal() {
                 if let Some(tx) = self.first_connect.take() {
                     let _ = tx.send(Err(terminal_error(self.session.state())));
@@ -312,6 +324,20 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Tells the handles the session's state, id and timeout (if they changed).
+    fn publish(&self) {
+        let published = Published {
+            state: self.session.state(),
+            session_id: self.session.session_id(),
+            negotiated_timeout: self.session.negotiated_timeout(),
+        };
+        self.published.send_if_modified(|current| {
+            let changed = *current != published;
+            *current = published;
+            changed
+        });
     }
 
     /// A connection attempt failed. With fail-fast, before any session, one failed attempt
@@ -410,6 +436,10 @@ impl Driver {
                     self.hosts.mark_connected();
                     self.attempts = 0;
                     if let Some(tx) = self.first_connect.take() {
+                        // Publish first: `connect` returns as soon as this is sent, and on a
+                        // multi-threaded runtime its caller could otherwise still read
+                        // `Connecting` and session id 0 from the handle it just got.
+                        self.publish();
                         let _ = tx.send(Ok(()));
                     }
                 }
@@ -492,6 +522,95 @@ mod tests {
             watches: HashMap::new(),
             attempts: 0,
         }
+    }
+
+    #[test]
+    fn the_session_is_published_before_connect_returns() {
+        let mut d = driver(1);
+        let (tx, mut first) = oneshot::channel();
+        d.first_connect = Some(tx);
+        let now = Instant::now().into_std();
+        d.session.handle_connected(now);
+        assert!(d.session.poll_transmit(now).is_some(), "a ConnectRequest");
+        let response = jute::ConnectResponse {
+            protocol_version: 0,
+            time_out: 30_000,
+            session_id: 0x55,
+            passwd: Some(Bytes::from_static(&[1; 16])),
+            read_only: Some(false),
+        };
+        d.session.handle_frame(now, response.to_bytes());
+        while let Some(event) = d.session.poll_event() {
+            d.dispatch(event);
+            if first.try_recv().is_ok() {
+                // The moment `connect` may return, the handle already sees the session.
+                let published = *d.published.borrow();
+                assert_eq!(published.session_id, 0x55);
+                assert_eq!(published.state, SessionState::Connected);
+                assert_eq!(published.negotiated_timeout, Some(Duration::from_secs(30)));
+                return;
+            }
+        }
+        panic!("connect was never told");
+    }
+
+    /// A scripted server: the first connection gets a session (timeout `timeout_ms`) and
+    /// is closed; every later one is accepted and closed at once. Counts the connections.
+    async fn flaky_server(timeout_ms: i32) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::AtomicUsize;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                if count.fetch_add(1, Ordering::SeqCst) > 0 {
+                    continue;
+                }
+                let mut framed = Framed::new(stream, FrameCodec::new());
+                let _ = framed.next().await;
+                let response = jute::ConnectResponse {
+                    protocol_version: 0,
+                    time_out: timeout_ms,
+                    session_id: 0x66,
+                    passwd: Some(Bytes::from_static(&[2; 16])),
+                    read_only: Some(false),
+                };
+                let _ = framed.send(response).await;
+            }
+        });
+        (addr, accepted)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_expired_session_abandons_the_attempt_waiting_for_its_backoff() {
+        // A 1 s session: local expiry 1 s after the loss, while the client backs off
+        // (0, 100, 200, 400, 800 ms...: an attempt is always pending then).
+        let (addr, accepted) = flaky_server(1_000).await;
+        let client = crate::Client::builder()
+            .session_timeout(Duration::from_secs(1))
+            .connect(&addr)
+            .await
+            .expect("connect");
+        let mut states = client.state_watcher();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            states.wait_for(|s| *s == SessionState::Expired),
+        )
+        .await
+        .expect("expired in time")
+        .expect("client alive");
+        let at_expiry = accepted.load(Ordering::SeqCst);
+        assert!(at_expiry >= 2, "it tried to reconnect");
+        // Longer than the largest backoff (1 s + 50% jitter): a window of observation.
+        tokio::time::sleep(Duration::from_millis(1_700)).await;
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            at_expiry,
+            "no connection after the session expired"
+        );
     }
 
     fn indices(targets: Vec<(usize, HostAddr)>) -> Vec<usize> {

@@ -40,6 +40,19 @@ macro_rules! server_errors {
                 /// The configured limit (`jute.maxbuffer`, 1,048,575 bytes by default).
                 max: usize,
             },
+            /// The reply to this request was larger than the client's frame limit
+            /// ([`ClientBuilder::max_frame_len`](crate::ClientBuilder::max_frame_len)). The
+            /// server executed the request; its reply was refused from its length prefix,
+            /// before any buffer was reserved, and the connection was dropped and is being
+            /// re-established (the session survives). Not retryable: a retry gets the same
+            /// reply. Raise the limit (up to the server's `jute.maxbuffer`) or ask for less,
+            /// for example fewer children under one node.
+            ReplyTooLarge {
+                /// The reply's length, from its length prefix.
+                len: usize,
+                /// The client's frame limit.
+                max: usize,
+            },
             /// The server broke the protocol (for example a reply out of order); the
             /// connection was dropped and is being re-established.
             Protocol(ProtocolError),
@@ -209,6 +222,10 @@ impl fmt::Display for Error {
                 f,
                 "request of {len} bytes exceeds the packet limit of {max} bytes (jute.maxbuffer)"
             ),
+            Error::ReplyTooLarge { len, max } => write!(
+                f,
+                "reply of {len} bytes exceeds the client's frame limit of {max} bytes (max_frame_len)"
+            ),
             Error::Protocol(e) => write!(f, "protocol violation: {e}"),
             Error::Closed => f.write_str("the client is closed"),
             Error::WatchOverflow { capacity } => write!(
@@ -341,5 +358,24 @@ mod tests {
         assert!(Error::ConnectionLoss.is_retryable());
         assert!(Error::SessionExpired.is_terminal());
         assert!(!Error::NoNode.is_retryable());
+    }
+
+    #[test]
+    fn a_reply_over_the_frame_limit_is_neither_retryable_nor_terminal() {
+        // Retrying would get the same reply and drop the connection again: a reconnect loop.
+        let error = Error::ReplyTooLarge {
+            len: 70_000,
+            max: 65_536,
+        };
+        assert!(!error.is_retryable());
+        assert!(!error.is_terminal());
+        assert!(
+            !error.is_outcome_unknown(),
+            "the server executed the request"
+        );
+        assert_eq!(
+            error.to_string(),
+            "reply of 70000 bytes exceeds the client's frame limit of 65536 bytes (max_frame_len)"
+        );
     }
 }

@@ -414,6 +414,35 @@ impl Session {
         }
     }
 
+    /// A frame longer than `max_frame_len` arrived: its length prefix said `len`, and `xid`
+    /// is its xid when the 4 bytes after the prefix were already received. Its body is never
+    /// read, so the connection is lost (the driver drops it).
+    ///
+    /// When `xid` is the oldest request in flight, that request fails with
+    /// [`Error::ReplyTooLarge`] instead of [`Error::ConnectionLoss`]: its reply exists and
+    /// will be just as large next time, so a caller that retried on ConnectionLoss (as
+    /// retryable) would make the client drop and re-establish the connection forever. The
+    /// other requests in flight fail with ConnectionLoss, as on any connection loss.
+    pub fn handle_oversized_frame(&mut self, now: Instant, len: usize, xid: Option<i32>) {
+        if matches!(self.link, Link::Up { .. })
+            && let Some(xid) = xid
+            && self
+                .pending
+                .front()
+                .is_some_and(|head| head.xid == xid && head.op_code != OpCode::CLOSE_SESSION)
+            && let Some(head) = self.pending.pop_front()
+            && let Some(id) = head.id
+        {
+            let max = self.config.max_frame_len;
+            self.reply(id, Err(Error::ReplyTooLarge { len, max }), false);
+        }
+        let reason = format!(
+            "frame of {len} bytes exceeds the maximum of {}",
+            self.config.max_frame_len
+        );
+        self.handle_disconnected(now, Error::Protocol(ProtocolError::Frame(reason)));
+    }
+
     /// A frame arrived (its body, without the length prefix).
     pub fn handle_frame(&mut self, now: Instant, frame: Bytes) {
         match self.link {

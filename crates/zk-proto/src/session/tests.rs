@@ -890,6 +890,70 @@ fn a_request_over_the_frame_limit_is_refused_before_sending() {
 }
 
 #[test]
+fn a_reply_over_the_frame_limit_fails_its_request_as_too_large_and_the_session_resumes() {
+    // Before: the request got ConnectionLoss, which is retryable, so a caller retrying it
+    // (the lock recipe retries getChildren) made the client reconnect forever.
+    let mut h = Harness::new(SessionConfig {
+        max_frame_len: 65_536,
+        ..config()
+    });
+    h.establish(1, 30_000);
+    h.events();
+    let children = h.submit(Op::GetChildren {
+        path: "/big".into(),
+        watch: false,
+    });
+    let behind = h.submit(get_data("/b", false));
+    let sent = h.sent();
+    h.session
+        .handle_oversized_frame(h.now, 70_000, Some(sent[0].0.xid));
+    let events = h.events();
+    assert_eq!(
+        replies(&events),
+        [
+            (
+                children,
+                Err(Error::ReplyTooLarge {
+                    len: 70_000,
+                    max: 65_536
+                })
+            ),
+            (behind, Err(Error::ConnectionLoss)),
+        ]
+    );
+    assert!(events.contains(&SessionEvent::State(SessionState::Disconnected)));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(_))),
+        "the driver already dropped the connection"
+    );
+    assert!(h.session.wants_connection());
+    let request = h.establish(1, 30_000);
+    assert_eq!(request.session_id, 1, "the session is resumed");
+    assert_eq!(h.session.state(), SessionState::Connected);
+}
+
+#[test]
+fn an_oversized_frame_that_names_no_request_in_flight_is_a_plain_connection_loss() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    // The xid not received yet, or not the oldest request's: nothing is blamed on a request.
+    for wrong_xid in [false, true] {
+        let request = h.submit(get_data("/a", false));
+        let sent = h.sent();
+        let xid = wrong_xid.then_some(sent[0].0.xid + 1);
+        h.session.handle_oversized_frame(h.now, 1 << 30, xid);
+        let events = h.events();
+        assert_eq!(replies(&events), [(request, Err(Error::ConnectionLoss))]);
+        assert!(h.session.wants_connection());
+        h.establish(1, 30_000);
+        h.events();
+    }
+}
+
+#[test]
 fn a_read_only_server_gives_connected_read_only_and_no_session_to_resume() {
     let mut h = Harness::new(SessionConfig {
         read_only: true,
