@@ -3,6 +3,10 @@
 //!
 //! Both bind `127.0.0.1` only and need a running tokio runtime.
 
+mod hostile;
 mod proxy;
 
+pub use hostile::{
+    FIXED_DATA, HUGE_LENGTH, HostileServer, Misbehaviour, NEGATIVE_LENGTH, Reaction,
+};
 pub use proxy::{CutAfterRequest, FaultProxy};

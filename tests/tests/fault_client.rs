@@ -1,0 +1,706 @@
+//! The client under faults, proving nothing is lost: every request resolves exactly once
+//! (with its reply or a typed error), nothing hangs, nothing loops, and the session recovers.
+//!
+//! - Against the hostile scripted server, one test per [`Misbehaviour`].
+//! - Against real servers behind a [`FaultProxy`]: 10,000 requests in flight through a cut;
+//!   a whole unreachable server (deadlines, client-side expiry, bounded reconnect rate); a
+//!   child list over the client's frame limit; 10,000 watches whose re-registration exceeds
+//!   1 MiB across a server restart.
+//!
+//! Every wait is bounded ([`GUARD`] or a bound derived from the client's timers), so a bug
+//! fails a test instead of hanging it. The tests that start a JVM take [`SERIAL`].
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, timeout};
+use zk_proto::{Client, ClientBuilder, CreateOptions, Error, MultiOperation, SessionState};
+use zk_testkit::ZkServer;
+use zk_testkit::fault::{FIXED_DATA, FaultProxy, HUGE_LENGTH, HostileServer, Misbehaviour};
+
+/// The hang guard of a single step.
+const GUARD: Duration = Duration::from_secs(30);
+
+/// Serialises the tests of this binary that start a JVM: the machine is small.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The session timeout of the hostile tests: a read timeout (2T/3) of 8 s, far above
+/// [`PROMPT`], so a prompt reaction cannot be the read timeout firing.
+const HOSTILE_TIMEOUT: Duration = Duration::from_secs(12);
+
+/// What "promptly" means for a client that detects a violation by itself.
+const PROMPT: Duration = Duration::from_secs(2);
+
+/// The client's reconnect backoff after each failed cycle, without jitter
+/// (`connect_string::DEFAULT_MIN_BACKOFF` doubling up to `DEFAULT_MAX_BACKOFF`).
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+async fn bounded<T>(what: &str, within: Duration, future: impl Future<Output = T>) -> T {
+    match timeout(within, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("{what}: no outcome within {within:?} (hang)"),
+    }
+}
+
+async fn wait_for_state(client: &Client, state: SessionState, within: Duration) {
+    let mut states = client.state_watcher();
+    let reached = timeout(within, states.wait_for(|s| *s == state)).await;
+    assert!(
+        matches!(reached, Ok(Ok(_))),
+        "state {state:?} not reached within {within:?}; now {:?}",
+        client.state()
+    );
+}
+
+/// The most connection attempts a single-host client can make in `window`: one at once
+/// after the loss, then one after each backoff (100 ms, 200 ms, ... up to 1 s, jitter only
+/// adds to them).
+fn max_attempts(window: Duration) -> u64 {
+    let mut attempts = 1;
+    let mut elapsed = Duration::ZERO;
+    let mut delay = BACKOFF_MIN;
+    loop {
+        elapsed += delay;
+        if elapsed > window {
+            return attempts;
+        }
+        attempts += 1;
+        delay = (delay * 2).min(BACKOFF_MAX);
+    }
+}
+
+async fn server() -> Arc<ZkServer> {
+    let server = tokio::task::spawn_blocking(|| {
+        ZkServer::builder()
+            .tick_time(Duration::from_millis(500))
+            .start()
+            .expect("start ZooKeeper (scripts/install-deps.sh installs it)")
+    })
+    .await
+    .expect("server start task");
+    Arc::new(server)
+}
+
+fn hostile_builder(session_timeout: Duration) -> ClientBuilder {
+    // No request timeout: what ends a request must be the client's handling of the fault.
+    Client::builder().session_timeout(session_timeout)
+}
+
+// ----- the hostile server -----
+
+/// Connects, sends two pipelined getData, lets the server misbehave in place of their
+/// replies, and checks: both requests resolve with the expected typed errors within the
+/// read timeout; the client closed the connection (promptly unless `prompt` is false); the
+/// next connection resumes the same session and serves; exactly one reconnect happened.
+async fn misbehaves_then_recovers(
+    misbehaviour: Misbehaviour,
+    session_timeout: Duration,
+    expected_first: Error,
+    prompt: bool,
+) {
+    let server = HostileServer::start(misbehaviour)
+        .await
+        .expect("hostile server");
+    let client = bounded(
+        "connect",
+        GUARD,
+        hostile_builder(session_timeout).connect(&server.connect_string()),
+    )
+    .await
+    .expect("the first handshake is correct");
+    let session = client.session_id();
+    let read_timeout = session_timeout * 2 / 3;
+
+    let started = Instant::now();
+    let first = client.get_data("/first");
+    let second = client.get_data("/second");
+    let (first, second) = bounded("the requests in flight", read_timeout + PROMPT, async {
+        tokio::join!(first, second)
+    })
+    .await;
+    let failed_after = started.elapsed();
+    assert_eq!(first.map(|_| ()), Err(expected_first), "{misbehaviour:?}");
+    assert_eq!(
+        second.map(|_| ()),
+        Err(Error::ConnectionLoss),
+        "{misbehaviour:?}: the other request in flight"
+    );
+    assert_eq!(server.misbehaved_on(), Some(1));
+
+    let reaction = bounded("the client closes", GUARD, server.reaction()).await;
+    assert_eq!(reaction.connection, 1);
+    if prompt {
+        assert!(
+            reaction.closed_after < PROMPT && failed_after < PROMPT,
+            "{misbehaviour:?}: detected after {:?} / failed after {failed_after:?}, \
+             not promptly (the read timeout is {read_timeout:?})",
+            reaction.closed_after
+        );
+    } else {
+        // Only the read timeout can end a silence; it did, and no later than it should.
+        assert!(
+            failed_after >= read_timeout / 2 && failed_after <= read_timeout + PROMPT,
+            "{misbehaviour:?}: failed after {failed_after:?}, read timeout {read_timeout:?}"
+        );
+    }
+
+    // The session recovers on the next connection.
+    wait_for_state(&client, SessionState::Connected, GUARD).await;
+    let (data, _) = bounded("getData after recovery", GUARD, client.get_data("/after"))
+        .await
+        .expect("served on the next connection");
+    assert_eq!(&data[..], FIXED_DATA);
+    assert_eq!(client.session_id(), session, "the same session");
+    let requests = server.connect_requests();
+    assert_eq!(requests.len(), 2, "{misbehaviour:?}: {requests:?}");
+    assert_eq!(requests[0].session_id, 0);
+    assert_eq!(
+        requests[1].session_id, session,
+        "asked to resume the session"
+    );
+    assert_eq!(server.connections(), 2, "exactly one reconnect, no loop");
+    bounded("close", GUARD, client.close())
+        .await
+        .expect("close");
+}
+
+#[tokio::test]
+async fn hostile_garbage_bytes() {
+    misbehaves_then_recovers(
+        Misbehaviour::Garbage,
+        HOSTILE_TIMEOUT,
+        Error::ConnectionLoss,
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_truncated_frame_then_silence_ends_at_the_read_timeout() {
+    // A shorter session (read timeout 2 s): the silence lasts until it fires.
+    misbehaves_then_recovers(
+        Misbehaviour::TruncatedFrame,
+        Duration::from_secs(3),
+        Error::ConnectionLoss,
+        false,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_huge_length_prefix_is_refused_before_allocating() {
+    // The typed error carries the length read from the prefix: the frame was judged by its
+    // prefix alone. Had the client reserved the buffer and waited for the ~2 GiB body, only
+    // the read timeout (8 s) would have ended the wait; `prompt` asserts it took under 2 s.
+    let len = usize::try_from(HUGE_LENGTH).expect("positive");
+    misbehaves_then_recovers(
+        Misbehaviour::HugeLength,
+        HOSTILE_TIMEOUT,
+        Error::ReplyTooLarge {
+            len,
+            max: jute::DEFAULT_MAX_FRAME_LEN,
+        },
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_negative_length_prefix() {
+    misbehaves_then_recovers(
+        Misbehaviour::NegativeLength,
+        HOSTILE_TIMEOUT,
+        Error::ConnectionLoss,
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_reply_for_an_unknown_xid() {
+    misbehaves_then_recovers(
+        Misbehaviour::UnknownXid,
+        HOSTILE_TIMEOUT,
+        Error::ConnectionLoss,
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_replies_out_of_order() {
+    misbehaves_then_recovers(
+        Misbehaviour::OutOfOrder,
+        HOSTILE_TIMEOUT,
+        Error::ConnectionLoss,
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_malformed_watch_event() {
+    misbehaves_then_recovers(
+        Misbehaviour::MalformedWatchEvent,
+        HOSTILE_TIMEOUT,
+        Error::ConnectionLoss,
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
+    // On the very first connection: connect itself reports the expiry.
+    let server = HostileServer::start(Misbehaviour::ZeroTimeout)
+        .await
+        .expect("hostile server");
+    let connected = bounded(
+        "connect",
+        GUARD,
+        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
+    )
+    .await;
+    assert_eq!(connected.map(|_| ()), Err(Error::SessionExpired));
+    let reaction = bounded("the client closes", GUARD, server.reaction()).await;
+    assert!(reaction.closed_after < PROMPT, "{reaction:?}");
+    assert_eq!(server.connections(), 1, "no reconnect after the expiry");
+
+    // On a reconnect, with requests waiting for it: every one gets SessionExpired.
+    let server = HostileServer::start_on(Misbehaviour::ZeroTimeout, 2)
+        .await
+        .expect("hostile server");
+    let client = bounded(
+        "connect",
+        GUARD,
+        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
+    )
+    .await
+    .expect("the first handshake is correct");
+    let session = client.session_id();
+    server.hold_handshakes(true);
+    server.cut();
+    wait_for_state(&client, SessionState::Disconnected, GUARD).await;
+    let paths: Vec<String> = (0..100).map(|i| format!("/pending-{i}")).collect();
+    let pending: Vec<_> = paths.iter().map(|path| client.get_data(path)).collect();
+    let requests = bounded("the reconnect", GUARD, server.wait_for_connect_requests(2)).await;
+    assert_eq!(
+        requests[1].session_id, session,
+        "asked to resume the session"
+    );
+    server.hold_handshakes(false);
+    wait_for_state(&client, SessionState::Expired, GUARD).await;
+    for (i, request) in pending.into_iter().enumerate() {
+        let result = bounded("a pending request", GUARD, request).await;
+        assert_eq!(
+            result.map(|_| ()),
+            Err(Error::SessionExpired),
+            "request {i}"
+        );
+    }
+    assert_eq!(
+        client.get_data("/later").await.map(|_| ()),
+        Err(Error::SessionExpired)
+    );
+    let reaction = bounded("the client closes", GUARD, server.reaction()).await;
+    assert_eq!(reaction.connection, 2);
+    assert!(reaction.closed_after < PROMPT, "{reaction:?}");
+    assert_eq!(server.connections(), 2, "no reconnect after the expiry");
+
+    // The server behaves on the next connection: a new session works.
+    let fresh = bounded(
+        "connect",
+        GUARD,
+        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
+    )
+    .await
+    .expect("a new session");
+    let (data, _) = bounded("getData", GUARD, fresh.get_data("/x"))
+        .await
+        .expect("served");
+    assert_eq!(&data[..], FIXED_DATA);
+    assert_ne!(fresh.session_id(), session);
+}
+
+// ----- real servers behind a fault proxy -----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_requests_in_flight_through_a_cut_each_resolve_exactly_once() {
+    const REQUESTS: usize = 10_000;
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = bounded(
+        "connect",
+        GUARD,
+        Client::builder()
+            .session_timeout(Duration::from_secs(10))
+            .max_in_flight(REQUESTS)
+            .connect(&proxy.connect_string()),
+    )
+    .await
+    .expect("connect");
+    let session = client.session_id();
+    client
+        .create("/inflight", "v", &CreateOptions::persistent())
+        .await
+        .expect("create");
+
+    let (resolved_tx, mut resolved) = tokio::sync::watch::channel(0usize);
+    let resolved_tx = Arc::new(resolved_tx);
+    let mut tasks = JoinSet::new();
+    for i in 0..REQUESTS {
+        // Queued (in call order) when called, all on the wire at once (max_in_flight).
+        let request = client.get_data("/inflight");
+        let resolved_tx = resolved_tx.clone();
+        tasks.spawn(async move {
+            let result = request.await;
+            resolved_tx.send_modify(|n| *n += 1);
+            (i, result)
+        });
+    }
+    // Cut while most are in flight: after the first hundred replies.
+    bounded("the first replies", GUARD, resolved.wait_for(|n| *n >= 100))
+        .await
+        .expect("counter alive");
+    proxy.cut();
+
+    let mut seen = vec![0u8; REQUESTS];
+    let (mut replied, mut lost) = (0usize, 0usize);
+    bounded("every request resolves", GUARD, async {
+        while let Some(joined) = tasks.join_next().await {
+            let (i, result) = joined.expect("no panic");
+            seen[i] += 1;
+            match result {
+                Ok((data, _)) => {
+                    assert_eq!(&data[..], b"v");
+                    replied += 1;
+                }
+                Err(Error::ConnectionLoss) => lost += 1,
+                Err(other) => panic!("request {i}: unexpected {other:?}"),
+            }
+        }
+    })
+    .await;
+    eprintln!("{replied} replied, {lost} lost with the connection");
+    assert!(seen.iter().all(|&n| n == 1), "each resolved exactly once");
+    assert_eq!(replied + lost, REQUESTS);
+    assert!(replied >= 100, "{replied}");
+    assert!(
+        lost >= 1,
+        "the cut came after every reply: nothing was in flight"
+    );
+    assert_eq!(*resolved.borrow(), REQUESTS, "no request resolved twice");
+
+    // The session survives the cut.
+    wait_for_state(&client, SessionState::Connected, GUARD).await;
+    client.get_data("/inflight").await.expect("after the cut");
+    assert_eq!(client.session_id(), session);
+    assert_eq!(proxy.accepted(), 2, "one reconnect");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_honours_deadlines_expires_the_session_and_backs_off() {
+    let session_timeout = Duration::from_secs(4);
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = bounded(
+        "connect",
+        GUARD,
+        Client::builder()
+            .session_timeout(session_timeout)
+            .connect(&proxy.connect_string()),
+    )
+    .await
+    .expect("connect");
+    assert_eq!(client.negotiated_timeout(), Some(session_timeout));
+    // A reply right before the isolation: the client last heard from the server now.
+    client.exists("/").await.expect("exists");
+    let before = proxy.accepted();
+    let isolated_at = Instant::now();
+    proxy.isolate();
+    wait_for_state(&client, SessionState::Disconnected, GUARD).await;
+
+    // A request with a deadline fails at its deadline, not later, not earlier.
+    let deadline = Duration::from_millis(700);
+    let started = Instant::now();
+    let result = bounded(
+        "a request with a deadline",
+        GUARD,
+        client.with_request_timeout(deadline).get_data("/"),
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(result.map(|_| ()), Err(Error::RequestTimeout));
+    assert!(
+        took >= deadline && took < deadline + Duration::from_secs(1),
+        "{took:?}"
+    );
+
+    // No answer for a whole session timeout: the client reports the expiry itself. A
+    // request without a deadline waiting meanwhile gets SessionExpired.
+    let waiting = client.get_data("/");
+    wait_for_state(&client, SessionState::Expired, session_timeout * 2).await;
+    let expired_after = isolated_at.elapsed();
+    assert!(
+        expired_after + Duration::from_millis(250) >= session_timeout
+            && expired_after <= session_timeout + Duration::from_secs(2),
+        "expired after {expired_after:?}, session timeout {session_timeout:?}"
+    );
+    assert_eq!(
+        bounded("the waiting request", GUARD, waiting)
+            .await
+            .map(|_| ()),
+        Err(Error::SessionExpired)
+    );
+
+    // Reconnect attempts over the window: bounded by the backoff, yet it kept trying.
+    let attempts = proxy.accepted() - before;
+    let bound = max_attempts(expired_after) + 1;
+    eprintln!(
+        "{attempts} connection attempts in {expired_after:?} ({:.1}/s; bound {bound})",
+        attempts as f64 / expired_after.as_secs_f64()
+    );
+    assert!(
+        (2..=bound).contains(&attempts),
+        "{attempts} attempts in {expired_after:?}, at most {bound} with the backoff"
+    );
+    // After the expiry, none at all: a window of observation, not a wait for an event.
+    let at_expiry = proxy.accepted();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(proxy.accepted(), at_expiry, "no attempt after the expiry");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_loop() {
+    const MAX_FRAME: usize = 64 * 1024;
+    const CHILDREN: usize = 400;
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let admin = bounded("connect", GUARD, Client::connect(&server.connect_string()))
+        .await
+        .expect("connect");
+    admin
+        .create("/big", "", &CreateOptions::persistent())
+        .await
+        .expect("create /big");
+    let creates = (0..CHILDREN)
+        .map(|i| MultiOperation::Create {
+            path: format!("/big/{i:05}-{}", "c".repeat(200)),
+            data: Bytes::new(),
+            acl: zk_proto::acl::open_acl_unsafe(),
+            mode: zk_proto::CreateMode::PERSISTENT,
+            ttl: None,
+        })
+        .collect();
+    let created = admin.multi(creates).await.expect("multi create");
+    assert!(created.iter().all(|item| item.error().is_none()));
+
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = bounded(
+        "connect",
+        GUARD,
+        Client::builder()
+            .session_timeout(Duration::from_secs(10))
+            .max_frame_len(MAX_FRAME)
+            .connect(&proxy.connect_string()),
+    )
+    .await
+    .expect("connect");
+    let session = client.session_id();
+
+    for attempt in 1..=2u64 {
+        let result = bounded("getChildren", GUARD, client.get_children("/big")).await;
+        match result {
+            Err(Error::ReplyTooLarge { len, max }) => {
+                assert_eq!(max, MAX_FRAME);
+                assert!(len > MAX_FRAME && len < 2 * MAX_FRAME, "{len}");
+            }
+            other => panic!("attempt {attempt}: expected ReplyTooLarge, got {other:?}"),
+        }
+        assert!(!Error::ReplyTooLarge { len: 0, max: 0 }.is_retryable());
+        // The connection was dropped (its reply was never read) and the session resumed on
+        // exactly one new connection per oversized reply.
+        wait_for_state(&client, SessionState::Connected, GUARD).await;
+        let (data, _) = bounded("getData", GUARD, client.get_data("/big"))
+            .await
+            .expect("the session stays usable");
+        assert!(data.is_empty());
+        assert_eq!(client.session_id(), session, "the same session");
+        assert_eq!(
+            proxy.accepted(),
+            1 + attempt,
+            "one reconnect per oversized reply"
+        );
+    }
+    // Small replies keep working on the session, with no further connection.
+    let mut states = client.state_watcher();
+    states.borrow_and_update();
+    for _ in 0..20 {
+        client.exists("/big").await.expect("exists");
+    }
+    let stat = client
+        .exists("/big")
+        .await
+        .expect("exists")
+        .expect("present");
+    assert_eq!(usize::try_from(stat.num_children).ok(), Some(CHILDREN));
+    assert!(
+        !states.has_changed().expect("client alive"),
+        "no state change"
+    );
+    assert_eq!(client.state(), SessionState::Connected);
+    assert_eq!(proxy.accepted(), 3, "no reconnect loop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_once() {
+    const WATCHES: usize = 10_000;
+    const BATCH: usize = 500;
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = bounded(
+        "connect",
+        GUARD,
+        Client::builder()
+            .session_timeout(Duration::from_secs(20))
+            .connect(&proxy.connect_string()),
+    )
+    .await
+    .expect("connect");
+    let session = client.session_id();
+    client
+        .create("/w", "", &CreateOptions::persistent())
+        .await
+        .expect("create /w");
+    let paths: Vec<String> = (0..WATCHES)
+        .map(|i| format!("/w/{i:05}-{}", "p".repeat(140)))
+        .collect();
+    let set_watches_bytes: usize = paths.iter().map(|p| 4 + p.len()).sum();
+    assert!(set_watches_bytes > 1 << 20, "{set_watches_bytes} bytes");
+
+    // Create in pipelined multis, then arm a data watch on each node, pipelined.
+    let creates: Vec<_> = paths
+        .chunks(BATCH)
+        .map(|chunk| {
+            client.multi(
+                chunk
+                    .iter()
+                    .map(|path| MultiOperation::Create {
+                        path: path.clone(),
+                        data: Bytes::from_static(b"0"),
+                        acl: zk_proto::acl::open_acl_unsafe(),
+                        mode: zk_proto::CreateMode::PERSISTENT,
+                        ttl: None,
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    for created in creates {
+        let items = bounded("multi create", GUARD, created)
+            .await
+            .expect("multi");
+        assert!(items.iter().all(|item| item.error().is_none()));
+    }
+    let armed: Vec<_> = paths.iter().map(|p| client.get_data_watch(p)).collect();
+    let mut watchers = Vec::with_capacity(WATCHES);
+    for armed in armed {
+        let (_, _, watcher) = bounded("getData+watch", GUARD, armed).await.expect("armed");
+        watchers.push(watcher);
+    }
+
+    // Restart the server (same port, same data): the session is resumed on it.
+    let before = proxy.accepted();
+    let mut states = client.state_watcher();
+    let restarted_at = Instant::now();
+    let restart = tokio::task::spawn_blocking({
+        let server = server.clone();
+        move || server.restart()
+    });
+    bounded(
+        "the disconnect",
+        GUARD,
+        states.wait_for(|s| *s == SessionState::Disconnected),
+    )
+    .await
+    .expect("client alive");
+    bounded("the restart", GUARD * 2, restart)
+        .await
+        .expect("restart task")
+        .expect("restart");
+    bounded(
+        "the reconnect",
+        GUARD,
+        states.wait_for(|s| *s == SessionState::Connected),
+    )
+    .await
+    .expect("client alive");
+    let reconnected_after = restarted_at.elapsed();
+    assert_eq!(client.session_id(), session, "the session was resumed");
+    // A round trip after the SetWatches batches (sent before any request): all processed.
+    client.exists("/w").await.expect("exists");
+    let wchs = tokio::task::spawn_blocking({
+        let server = server.clone();
+        move || server.four_letter("wchs")
+    })
+    .await
+    .expect("wchs task")
+    .expect("wchs");
+    assert!(
+        wchs.contains(&format!("Total watches:{WATCHES}")),
+        "every watch re-registered once on the restarted server: {wchs}"
+    );
+    let attempts = proxy.accepted() - before;
+    let bound = max_attempts(reconnected_after) + 1;
+    eprintln!("{attempts} connection attempts over {reconnected_after:?} (bound {bound})");
+    assert!(
+        (1..=bound).contains(&attempts),
+        "{attempts} attempts in {reconnected_after:?}, at most {bound} with the backoff"
+    );
+
+    // Change every node: each watch fires, once, for its own node.
+    let sets: Vec<_> = paths
+        .chunks(BATCH)
+        .map(|chunk| {
+            client.multi(
+                chunk
+                    .iter()
+                    .map(|path| MultiOperation::SetData {
+                        path: path.clone(),
+                        data: Bytes::from_static(b"1"),
+                        version: -1,
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    for set in sets {
+        let items = bounded("multi setData", GUARD, set).await.expect("multi");
+        assert!(items.iter().all(|item| item.error().is_none()));
+    }
+    for (path, watcher) in paths.iter().zip(watchers) {
+        let event = bounded("a watch", GUARD, watcher.changed())
+            .await
+            .expect("fired, not lost");
+        assert_eq!(event.event_type, zk_proto::EventType::NODE_DATA_CHANGED);
+        assert_eq!(&event.path, path);
+    }
+    // Fired watches are gone from the server too: none fires twice.
+    let wchs = tokio::task::spawn_blocking({
+        let server = server.clone();
+        move || server.four_letter("wchs")
+    })
+    .await
+    .expect("wchs task")
+    .expect("wchs");
+    assert!(wchs.contains("Total watches:0"), "{wchs}");
+    assert_eq!(proxy.accepted(), before + attempts, "no reconnect since");
+    assert_eq!(client.state(), SessionState::Connected);
+}
