@@ -691,10 +691,17 @@ impl LockGuard {
         let Some(node) = self.node.take() else {
             return Ok(());
         };
+        // After a delete whose outcome is unknown (connection lost before its reply), a
+        // missing node means that delete was applied: released, not lost.
+        let mut maybe_deleted = false;
         loop {
             match self.client.delete(&node, None).await {
                 Ok(()) => return Ok(()),
-                Err(e) if e.is_retryable() => continue,
+                Err(e) if e.is_retryable() => {
+                    maybe_deleted |= e.is_outcome_unknown();
+                    continue;
+                }
+                Err(zk_proto::Error::NoNode) if maybe_deleted => return Ok(()),
                 Err(zk_proto::Error::NoNode) => return Err(LockError::Lost),
                 Err(e) if e.is_terminal() => return Err(LockError::Lost),
                 Err(e) => return Err(e.into()),
