@@ -152,6 +152,9 @@ struct Pending {
     id: Option<RequestId>,
     op_code: OpCode,
     after: AfterReply,
+    /// When it was handed to the connection: once answered, the server had heard from us by
+    /// then (the local expiry counts from that, not from when the answer arrived).
+    sent_at: Instant,
 }
 
 /// The session state machine.
@@ -179,8 +182,14 @@ pub struct Session {
     /// Whether any server ever accepted this session.
     established: bool,
     last_zxid: i64,
-    /// The last time any server frame arrived, for the local expiry.
-    last_heard: Option<Instant>,
+    /// The send time of the latest request (or ping, or handshake) the server answered: the
+    /// server had heard from us by then, so its expiry clock for the session started no
+    /// earlier. The local expiry counts from here. Not from the last frame received: a watch
+    /// event or a late reply says nothing about when the server last heard from us, and
+    /// counting from it would report `Expired` after the server acted on the expiry.
+    last_answered_send: Option<Instant>,
+    /// Send times of the pings not answered yet, oldest first.
+    pings_in_flight: VecDeque<Instant>,
     xids: XidAllocator,
     next_id: u64,
     /// The ConnectRequest, pings, auth and SetWatches: sent before `outbox`.
@@ -218,7 +227,8 @@ impl Session {
             seen_rw_server: false,
             established: false,
             last_zxid: 0,
-            last_heard: None,
+            last_answered_send: None,
+            pings_in_flight: VecDeque::new(),
             xids: XidAllocator::new(),
             next_id: 0,
             control: VecDeque::new(),
@@ -453,7 +463,6 @@ impl Session {
                     last_send,
                     last_recv: now,
                 };
-                self.last_heard = Some(now);
                 if let Err(error) = self.handle_message(frame) {
                     tracing::warn!(%error, "protocol violation; dropping the connection");
                     self.lose_connection(now, Error::Protocol(error), true);
@@ -537,14 +546,17 @@ impl Session {
                 if let Some(outgoing) = self.control.pop_front() {
                     match outgoing {
                         Outgoing::Raw(frame) => {
-                            self.ping_queued &= !is_ping(&frame);
+                            if is_ping(&frame) {
+                                self.ping_queued = false;
+                                self.pings_in_flight.push_back(now);
+                            }
                             frame
                         }
-                        Outgoing::Request { id, encoded } => self.send_request(id, encoded),
+                        Outgoing::Request { id, encoded } => self.send_request(now, id, encoded),
                     }
                 } else if self.pending.len() < self.config.max_in_flight {
                     let (id, encoded) = self.outbox.pop_front()?;
-                    self.send_request(Some(id), encoded)
+                    self.send_request(now, Some(id), encoded)
                 } else {
                     return None;
                 }
@@ -600,7 +612,7 @@ impl Session {
         if !self.established || !self.seen_rw_server || self.state.is_terminal() {
             return None;
         }
-        Some(self.last_heard? + self.timing.local_expiry)
+        Some(self.last_answered_send? + self.timing.local_expiry)
     }
 
     fn set_state(&mut self, state: SessionState) {
@@ -626,7 +638,7 @@ impl Session {
             .to_bytes()
     }
 
-    fn send_request(&mut self, id: Option<RequestId>, encoded: Encoded) -> Bytes {
+    fn send_request(&mut self, now: Instant, id: Option<RequestId>, encoded: Encoded) -> Bytes {
         let xid = self.xids.next();
         let mut frame = BytesMut::with_capacity(HEADER_LEN + encoded.body.len());
         frame.put_i32(xid);
@@ -637,6 +649,7 @@ impl Session {
             id,
             op_code: encoded.op_code,
             after: encoded.after,
+            sent_at: now,
         });
         frame.freeze()
     }
@@ -710,7 +723,12 @@ impl Session {
         self.timing = Timing::new(negotiated, self.config.hosts);
         self.established = true;
         self.seen_rw_server |= !read_only;
-        self.last_heard = Some(now);
+        // The ConnectRequest went out when the handshake began.
+        let handshake_sent = match self.link {
+            Link::Handshaking { since } => since,
+            _ => now,
+        };
+        self.answered(handshake_sent);
         self.link = Link::Up {
             last_send: now,
             last_recv: now,
@@ -780,6 +798,9 @@ impl Session {
             }
             reserved::PING => {
                 ServerMessage::decode(frame, |_| OpCode::PING)?;
+                if let Some(sent) = self.pings_in_flight.pop_front() {
+                    self.answered(sent);
+                }
                 Ok(())
             }
             reserved::AUTH => {
@@ -825,9 +846,17 @@ impl Session {
                 if header.zxid > 0 {
                     self.last_zxid = header.zxid;
                 }
+                self.answered(pending.sent_at);
                 self.complete(pending, header.err, body);
                 Ok(())
             }
+        }
+    }
+
+    /// The server answered something we sent at `sent`.
+    fn answered(&mut self, sent: Instant) {
+        if self.last_answered_send.is_none_or(|last| sent > last) {
+            self.last_answered_send = Some(sent);
         }
     }
 
@@ -954,6 +983,7 @@ impl Session {
         self.link = Link::Down;
         self.control.clear();
         self.ping_queued = false;
+        self.pings_in_flight.clear();
         for pending in std::mem::take(&mut self.pending) {
             if let Some(id) = pending.id {
                 self.reply(id, Err(Error::ConnectionLoss), false);

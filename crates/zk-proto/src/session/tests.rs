@@ -1007,3 +1007,55 @@ fn removing_watches_tells_each_watcher() {
     );
     assert_eq!(h.session.watch_count(), 0);
 }
+
+#[test]
+fn local_expiry_counts_from_the_last_answered_send_not_from_a_watch_event() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let _watch = h.submit(get_data("/a", true));
+    let sent = h.sent();
+    let t0 = h.now;
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    h.events();
+    // Nine seconds later the watch fires: the server sent it unprompted, so it says nothing
+    // about when the server last heard from us.
+    h.advance(Duration::from_secs(9));
+    h.server_says(notification(EventType::NODE_DATA_CHANGED, "/a"));
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.events();
+    // The server's clock for the session started at t0 at the latest: expired at t0 + T.
+    let until_expiry = t0 + Duration::from_secs(30) - h.now;
+    h.advance(until_expiry - Duration::from_millis(1));
+    assert_eq!(h.session.state(), SessionState::Disconnected);
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.session.state(), SessionState::Expired);
+}
+
+#[test]
+fn an_answered_ping_moves_the_local_expiry_to_its_send_time() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    // A third of the timeout without sending: a ping goes out.
+    h.advance(Duration::from_secs(10));
+    let pinged = h.now;
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1, "one ping");
+    assert_eq!(sent[0].0.op_code, OpCode::PING);
+    // Its answer arrives late; the expiry counts from when it was sent.
+    h.advance(Duration::from_secs(2));
+    h.server_says(frame(ok(-2, 0), ()));
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.events();
+    let until_expiry = pinged + Duration::from_secs(30) - h.now;
+    h.advance(until_expiry - Duration::from_millis(1));
+    assert_eq!(h.session.state(), SessionState::Disconnected);
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.session.state(), SessionState::Expired);
+}

@@ -19,6 +19,9 @@ use std::time::Duration;
 ///   without hearing from the client); the client reports [`Expired`] itself instead of
 ///   reconnecting forever (ZooKeeper 3.9.3's ZOOKEEPER-4508 uses `4T/3`; we choose `T`
 ///   because a lock holder must learn of the loss no later than the ensemble acts on it).
+///   `T` counts from the send time of the latest request, ping or handshake the server
+///   answered: the server had heard from the client by then. Not from the last frame
+///   received: a watch event is sent unprompted and says nothing about the server's clock.
 ///
 /// [`Expired`]: crate::SessionState::Expired
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
