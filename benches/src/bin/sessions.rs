@@ -209,7 +209,7 @@ fn mixed_op(
     k: usize,
 ) -> std::pin::Pin<Box<dyn Future<Output = zk_proto::Result<()>> + Send>> {
     match k % 8 {
-        0 | 1 | 2 => {
+        0..=2 => {
             let call = client.get_data(node);
             Box::pin(async move { call.await.map(|_| ()) })
         }
