@@ -696,6 +696,14 @@ impl Outcome {
     }
 }
 
+/// The test kit starts its servers with the JIT stopped at C1 (`-XX:TieredStopAtLevel=1`):
+/// quick to start, slower to run. A benchmark's local servers get the full tiered JIT, as a
+/// production server has (HotSpot takes the last of repeated flags).
+const PRODUCTION_JIT: &str = "-XX:TieredStopAtLevel=4";
+
+/// Heap of the benchmark's local servers, in MiB (the test kit's default is 256).
+const BENCH_HEAP_MB: u32 = 512;
+
 /// Runs the benchmark: starts the local server(s) if needed, the workloads, and stops them.
 ///
 /// # Errors
@@ -722,6 +730,8 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
             }
             let e = zk_testkit::Ensemble::builder(3)
                 .force_sync(!options.no_fsync)
+                .jvm_arg(PRODUCTION_JIT)
+                .max_heap_mb(BENCH_HEAP_MB)
                 .start()?;
             e.wait_for_leader()?;
             let cs = e.connect_string();
@@ -737,6 +747,8 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
             }
             let s = zk_testkit::ZkServer::builder()
                 .force_sync(!options.no_fsync)
+                .jvm_arg(PRODUCTION_JIT)
+                .max_heap_mb(BENCH_HEAP_MB)
                 .start()?;
             let cs = s.connect_string();
             server = Some(s);

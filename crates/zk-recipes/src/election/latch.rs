@@ -199,25 +199,26 @@ impl Driver {
                 own
             }
         };
-        let mut children = match client.get_children(&self.path).await {
+        // The listing and a watch on our own node (in case someone else deletes it, and to
+        // know when we lead) are queued back to back: one round trip.
+        let listing = client.get_children(&self.path);
+        let own_exists = client.exists_watch(&own);
+        let mut children = match listing.await {
             Ok(children) => children,
             Err(Error::NoNode) => Vec::new(),
             Err(error) => return Err(error),
         };
+        let (own_stat, own_watch) = own_exists.await?;
         sort_by_sequence(&mut children);
-        let Some(position) = children.iter().position(|c| c == name_of(&own)) else {
+        let position = children.iter().position(|c| c == name_of(&own));
+        let (Some(position), Some(_)) = (position, own_stat) else {
             // Our node is gone (deleted by someone else): take a new place.
             reporter.set(false);
             self.own = None;
             return Ok(());
         };
         if position == 0 {
-            let (stat, watch) = client.exists_watch(&own).await?;
-            if stat.is_none() {
-                reporter.set(false);
-                self.own = None;
-                return Ok(());
-            }
+            let watch = own_watch;
             if !self.session.connected_now()? {
                 reporter.set(false);
                 return Ok(());
@@ -240,17 +241,9 @@ impl Driver {
             }
         } else {
             reporter.set(false);
-            // Watch the predecessor, and our own node in case someone else deletes it
-            // (both queued now, one round trip).
+            // Watch the predecessor (our own node is watched already).
             let predecessor = child_path(&self.path, &children[position - 1]);
-            let own_exists = client.exists_watch(&own);
-            let predecessor_exists = client.exists_watch(&predecessor);
-            let (own_stat, own_watch) = own_exists.await?;
-            let (stat, watch) = predecessor_exists.await?;
-            if own_stat.is_none() {
-                self.own = None;
-                return Ok(());
-            }
+            let (stat, watch) = client.exists_watch(&predecessor).await?;
             if stat.is_none() {
                 return Ok(());
             }
