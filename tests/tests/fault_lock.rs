@@ -452,7 +452,10 @@ async fn a_lost_create_reply_ends_with_our_node_or_none() {
                 release(guard).await;
             }
             Err(LockError::Timeout) if short => {
-                assert!(ours.is_empty(), "round {round}: left {ours:?}");
+                // The timed-out acquire returns at once; its node, whose create reply was
+                // lost, is found and deleted in the background: at most that one is left
+                // now, and none after the wait below.
+                assert!(ours.len() <= 1, "round {round}: left {ours:?}");
             }
             Err(e) => panic!("round {round}: {e}"),
         }

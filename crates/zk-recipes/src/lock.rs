@@ -221,21 +221,6 @@ struct Attempt {
     armed: bool,
 }
 
-impl Attempt {
-    /// Deletes the attempt's node(s) and waits for it.
-    async fn cleanup(mut self) {
-        self.armed = false;
-        cleanup(
-            self.client.clone(),
-            std::mem::take(&mut self.parent),
-            std::mem::take(&mut self.id),
-            self.node.take(),
-            self.unsure,
-        )
-        .await;
-    }
-}
-
 impl Drop for Attempt {
     fn drop(&mut self) {
         if !self.armed {
@@ -376,7 +361,11 @@ impl Queue {
                 Ok(guard)
             }
             Err(e) => {
-                attempt.cleanup().await;
+                // Not awaited: with no server reachable the cleanup would wait for the next
+                // connection and the acquire would overrun its deadline. Dropping the armed
+                // attempt queues the delete of a known node now (so every later call of this
+                // client sees it gone) and leaves the rest to a background task.
+                drop(attempt);
                 Err(e)
             }
         }
@@ -770,8 +759,11 @@ impl Lock {
     ///
     /// [`LockError::Zk`] with the session's end ([`zk_proto::Error::SessionExpired`], ...) or
     /// another refusal (ACL); [`LockError::Lost`] when the contender's node was deleted by
-    /// someone else; [`LockError::SequenceWrapped`]. The node is deleted before the error is
-    /// returned.
+    /// someone else; [`LockError::SequenceWrapped`]. Before the error is returned, the delete of
+    /// the contender's node is queued (so any later call of this client sees it gone); a node
+    /// whose name is not known yet (its create's reply was lost) is found and deleted by a
+    /// background task. Nothing waits for a server: the error comes at once even when none
+    /// is reachable.
     ///
     /// # Cancellation safety
     ///
@@ -793,7 +785,8 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// [`LockError::Timeout`] after `timeout` (the node is deleted before it returns), and
+    /// [`LockError::Timeout`] after `timeout`, even with no server reachable (the node's
+    /// delete is queued before it returns, as for the other errors), and
     /// those of [`acquire`](Lock::acquire).
     ///
     /// # Cancellation safety

@@ -1,0 +1,147 @@
+//! Scenario 13 on a real three-server ensemble: every server stopped at once. An acquire
+//! honours its deadline, the session is reported expired after its timeout, and the client
+//! backs off between passes over the hosts (connection attempts counted by a proxy in front of
+//! each server).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zk_proto::{Client, SessionState};
+use zk_recipes::lock::{Lock, LockError};
+use zk_testkit::Ensemble;
+use zk_testkit::fault::FaultProxy;
+
+const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+const GUARD: Duration = Duration::from_secs(30);
+/// The client's default backoff between failed passes over the hosts
+/// (`zk_proto::connect_string::HostList`): 100 ms doubling to 1 s, plus up to 50 % jitter.
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// The most connection attempts `hosts` hosts can see in `window` with that backoff: every
+/// host of a pass at once, then the shortest possible delays (no jitter) between passes.
+fn max_attempts(hosts: u64, window: Duration) -> u64 {
+    let mut passes = 1;
+    let mut elapsed = Duration::ZERO;
+    let mut delay = BACKOFF_MIN;
+    loop {
+        elapsed += delay;
+        if elapsed > window {
+            return passes * hosts;
+        }
+        passes += 1;
+        delay = (delay * 2).min(BACKOFF_MAX);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_ensemble_down_deadlines_expiry_and_backoff() {
+    let ensemble = Arc::new(
+        tokio::task::spawn_blocking(|| {
+            let ensemble = Ensemble::builder(3)
+                .tick_time(Duration::from_millis(500))
+                .start()
+                .expect("start an ensemble (scripts/install-deps.sh installs ZooKeeper)");
+            ensemble.wait_for_leader().expect("a leader");
+            ensemble
+        })
+        .await
+        .expect("ensemble start task"),
+    );
+    let mut proxies = Vec::new();
+    for addr in ensemble.addrs() {
+        proxies.push(FaultProxy::start(addr).await.expect("proxy"));
+    }
+    let connect_string = proxies
+        .iter()
+        .map(FaultProxy::connect_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let client = Client::builder()
+        .session_timeout(SESSION_TIMEOUT)
+        .connect(&connect_string)
+        .await
+        .expect("connect");
+    let lock = Lock::new(client.clone(), "/down/lock");
+    // The lock works, and the client last heard from the ensemble right now.
+    lock.acquire()
+        .await
+        .expect("acquire")
+        .release()
+        .await
+        .expect("release");
+    let attempts = |proxies: &[FaultProxy]| proxies.iter().map(FaultProxy::accepted).sum::<u64>();
+    let before = attempts(&proxies);
+
+    // Every server stops.
+    let stopped_at = Instant::now();
+    {
+        let ensemble = ensemble.clone();
+        tokio::task::spawn_blocking(move || {
+            for i in 0..ensemble.len() {
+                ensemble.stop(i);
+            }
+        })
+        .await
+        .expect("stop task");
+    }
+    let mut states = client.state_watcher();
+    tokio::time::timeout(GUARD, states.wait_for(|s| *s == SessionState::Disconnected))
+        .await
+        .expect("disconnected in time")
+        .expect("client alive");
+
+    // An acquire with a deadline returns at its deadline.
+    let deadline = Duration::from_millis(800);
+    let started = Instant::now();
+    let result = tokio::time::timeout(GUARD, lock.acquire_timeout(deadline))
+        .await
+        .expect("the acquire returned");
+    let took = started.elapsed();
+    assert!(
+        matches!(result, Err(LockError::Timeout)),
+        "{:?}",
+        result.map(|g| g.fencing_token())
+    );
+    assert!(
+        took >= deadline && took < deadline + Duration::from_secs(1),
+        "took {took:?} for a {deadline:?} deadline"
+    );
+
+    // No server answers for a whole session timeout: the client reports the expiry itself.
+    tokio::time::timeout(
+        SESSION_TIMEOUT * 2,
+        states.wait_for(|s| *s == SessionState::Expired),
+    )
+    .await
+    .expect("expired in time")
+    .expect("client alive");
+    let expired_after = stopped_at.elapsed();
+    assert!(
+        expired_after + Duration::from_millis(250) >= SESSION_TIMEOUT,
+        "expired after {expired_after:?}, before the session timeout {SESSION_TIMEOUT:?}"
+    );
+
+    // Connection attempts meanwhile: several passes, but no busy loop.
+    let made = attempts(&proxies) - before;
+    let bound = max_attempts(proxies.len() as u64, expired_after) + proxies.len() as u64;
+    eprintln!(
+        "{made} connection attempts in {expired_after:?} ({:.1}/s; bound {bound})",
+        made as f64 / expired_after.as_secs_f64()
+    );
+    assert!(
+        made >= proxies.len() as u64 && made <= bound,
+        "{made} attempts in {expired_after:?}, expected {} to {bound}",
+        proxies.len()
+    );
+    // After the expiry, none at all: a window of observation, not a wait for an event.
+    let at_expiry = attempts(&proxies);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(attempts(&proxies), at_expiry, "no attempt after the expiry");
+    assert_eq!(
+        lock.acquire_timeout(deadline)
+            .await
+            .map(|g| g.fencing_token()),
+        Err(LockError::Zk(zk_proto::Error::SessionExpired))
+    );
+}
