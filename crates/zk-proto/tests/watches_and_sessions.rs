@@ -5,6 +5,7 @@ mod support;
 use std::time::Duration;
 
 use zk_proto::{AddWatchMode, CreateOptions, Error, EventType, SessionState, WatcherType};
+use zk_testkit::fault::FaultProxy;
 
 const EVENT_WAIT: Duration = Duration::from_secs(5);
 
@@ -120,7 +121,7 @@ async fn persistent_recursive_watches_stream_until_removed() {
 #[tokio::test]
 async fn a_change_made_while_cut_off_fires_after_reconnect() {
     let server = support::server().await;
-    let proxy = support::Proxy::start(server.addr()).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = support::connect(&proxy.connect_string()).await;
     let other = support::connect(&server.connect_string()).await;
     client
@@ -130,7 +131,7 @@ async fn a_change_made_while_cut_off_fires_after_reconnect() {
     let (_, _, watch) = client.get_data_watch("/cut").await.expect("getData");
     let session = client.session_id();
 
-    proxy.cut();
+    proxy.isolate();
     support::wait_for_state(&client, SessionState::Disconnected, EVENT_WAIT).await;
     // Queued while disconnected; sent after the watches are re-armed.
     let queued = client.get_data("/cut");
@@ -152,7 +153,7 @@ async fn a_change_made_while_cut_off_fires_after_reconnect() {
 #[tokio::test]
 async fn a_session_cut_off_past_its_timeout_expires_and_its_ephemerals_vanish() {
     let server = support::server().await;
-    let proxy = support::Proxy::start(server.addr()).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = support::connect(&proxy.connect_string()).await;
     let other = support::connect(&server.connect_string()).await;
     client
@@ -162,7 +163,7 @@ async fn a_session_cut_off_past_its_timeout_expires_and_its_ephemerals_vanish() 
     let (_, _, lost) = client.get_data_watch("/gone").await.expect("getData");
     let (_, deleted) = other.exists_watch("/gone").await.expect("exists");
 
-    proxy.cut();
+    proxy.isolate();
     // The server expires the session after 4 s without hearing from it.
     let event = tokio::time::timeout(Duration::from_secs(15), deleted.changed())
         .await

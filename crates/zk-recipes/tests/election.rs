@@ -59,7 +59,7 @@ async fn cut_and_expect_prompt_loss(
     is_leading: impl Fn() -> bool,
     others_leading: impl Fn() -> usize,
 ) {
-    candidate.proxy.cut();
+    candidate.proxy.isolate();
     eventually(LOSS_WITHIN, "loss reported on connection loss", || {
         !is_leading()
     })
@@ -323,7 +323,7 @@ async fn one_shot_elects_one_and_run_once_runs_once() {
 
     // Round 3, after the winner's session expired.
     alive.retain(|(i, _)| *i != winner);
-    all[winner].proxy.cut();
+    all[winner].proxy.isolate();
     wait_until_gone(&observer, &node).await.unwrap();
     one_shot_round(&observer, &alive, path).await;
 

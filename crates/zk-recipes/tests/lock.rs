@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use lock_support::{Proxy, SERIAL, connect, server, wait_children};
+use lock_support::{SERIAL, connect, server, wait_children};
 use zk_proto::SessionState;
 use zk_proto::jute::OpCode;
 use zk_recipes::lock::{Lock, LockError, ReadWriteLock, Semaphore, Validity};
@@ -79,7 +79,7 @@ async fn mutual_exclusion_fifo_and_fencing_under_contention() {
 async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_node_is_gone() {
     let _serial = SERIAL.lock().await;
     let server = server().await;
-    let proxy = Proxy::start(server.addr()).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let holder_client = connect(&proxy.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
     let holder = Lock::new(holder_client.clone(), "/expiry/lock")
@@ -95,7 +95,7 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiter.is_finished(), "the waiter must wait for the holder");
 
-    proxy.cut();
+    proxy.isolate();
     let suspended = tokio::time::timeout(Duration::from_secs(5), holder.lost())
         .await
         .expect("loss reported");
@@ -201,7 +201,7 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
 async fn a_lost_create_reply_leaves_no_orphan() {
     let _serial = SERIAL.lock().await;
     let server = server().await;
-    let proxy = Proxy::start(server.addr()).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = connect(&proxy.connect_string()).await;
     let observer = connect(&server.connect_string()).await;
     let path = "/lost-reply/lock";
@@ -224,7 +224,7 @@ async fn a_lost_create_reply_leaves_no_orphan() {
             async move { lock.acquire().await }
         });
         tokio::time::sleep(Duration::from_micros(delay_us)).await;
-        proxy.cut();
+        proxy.isolate();
         tokio::time::sleep(Duration::from_millis(200)).await;
         proxy.restore();
         let guard = tokio::time::timeout(Duration::from_secs(15), task)
