@@ -92,7 +92,13 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
         let lock = Lock::new(waiter_client.clone(), "/expiry/lock");
         tokio::spawn(async move { lock.acquire().await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The waiter's node is queued behind the holder's: it must wait.
+    assert_eq!(
+        wait_children(&waiter_client, "/expiry/lock", 2, Duration::from_secs(5))
+            .await
+            .len(),
+        2
+    );
     assert!(!waiter.is_finished(), "the waiter must wait for the holder");
 
     proxy.isolate();
