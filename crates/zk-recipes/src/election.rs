@@ -182,6 +182,81 @@ async fn loss_guard(client: &Client, reporter: &Reporter) {
     std::future::pending::<()>().await;
 }
 
+/// How long a candidate waits before retrying after a retryable error other than a
+/// connection loss (which waits for the reconnection instead).
+const RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A candidate's background task: what the leader latch and the master election differ in.
+/// [`run_candidate`] is the loop they share.
+trait Candidate {
+    /// The recipe's name, for diagnostics.
+    const NAME: &'static str;
+
+    /// The candidate's session.
+    fn session(&mut self) -> &mut Session;
+
+    /// The election's path, for diagnostics.
+    fn path(&self) -> &str;
+
+    /// One look at the election; returns when something changed.
+    async fn step(&mut self, reporter: &Reporter) -> Result<()>;
+
+    /// Withdraws: deletes this candidate's node(s).
+    async fn remove_own(&mut self) -> Result<()>;
+}
+
+/// Runs a candidate until shut down or until an error that retrying cannot cure, reporting
+/// the leadership lost whenever the session leaves `Connected`; withdraws at the end.
+async fn run_candidate<C: Candidate>(
+    mut candidate: C,
+    reporter: Reporter,
+    mut shutdown: tokio::sync::oneshot::Receiver<()>,
+) -> Result<()> {
+    let client = candidate.session().client.clone();
+    let ended = tokio::select! {
+        biased;
+        _ = &mut shutdown => None,
+        error = drive(&mut candidate, &reporter) => Some(error),
+        () = loss_guard(&client, &reporter) => None,
+    };
+    reporter.set(false);
+    match ended {
+        None => {
+            let removed = candidate.remove_own().await;
+            reporter.end(Error::Closed);
+            removed
+        }
+        Some(error) => {
+            tracing::debug!(path = %candidate.path(), %error, "{} ended", C::NAME);
+            if !error.is_terminal() {
+                let _ = candidate.remove_own().await;
+            }
+            reporter.end(error.clone());
+            Err(error)
+        }
+    }
+}
+
+/// Runs the candidate's steps until an error that retrying cannot cure.
+async fn drive<C: Candidate>(candidate: &mut C, reporter: &Reporter) -> Error {
+    loop {
+        let step = async {
+            candidate.session().wait_connected().await?;
+            candidate.step(reporter).await
+        };
+        match step.await {
+            Ok(()) => {}
+            Err(error) if error.is_retryable() => {
+                reporter.set(false);
+                if !matches!(error, Error::ConnectionLoss) {
+                    tokio::time::sleep(RETRY_DELAY).await;
+                }
+            }
+            Err(error) => return error,
+        }
+    }
+}
+
 /// The error that a terminal session state stands for.
 fn terminal(state: SessionState) -> Option<Error> {
     match state {

@@ -1,20 +1,17 @@
 //! The leader latch: the lowest ephemeral sequential node leads.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result};
 
-use super::{Leadership, Reporter, Session, child_path, ensure_path, loss_guard, name_of};
+use super::{
+    Candidate, Leadership, Reporter, Session, child_path, ensure_path, name_of, run_candidate,
+};
 use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
 
 /// The name Curator's `LeaderLatch` gives its nodes (after the protected prefix).
 const LATCH_NAME: &str = "latch-";
-
-/// Back-off after a retryable error while connected (throttling, a request timeout).
-const RETRY_DELAY: Duration = Duration::from_millis(100);
 
 /// A candidate in a leader election where the lowest sequential node leads.
 ///
@@ -51,7 +48,7 @@ impl LeaderLatch {
             data: id.into(),
             own: None,
         };
-        let task = tokio::spawn(driver.run(reporter, shutdown_rx));
+        let task = tokio::spawn(run_candidate(driver, reporter, shutdown_rx));
         LeaderLatch {
             leadership,
             shutdown: Some(shutdown),
@@ -140,51 +137,15 @@ struct Driver {
     own: Option<String>,
 }
 
-impl Driver {
-    async fn run(mut self, reporter: Reporter, mut shutdown: oneshot::Receiver<()>) -> Result<()> {
-        let client = self.session.client.clone();
-        let ended = tokio::select! {
-            biased;
-            _ = &mut shutdown => None,
-            error = self.drive(&reporter) => Some(error),
-            () = loss_guard(&client, &reporter) => None,
-        };
-        reporter.set(false);
-        match ended {
-            None => {
-                let removed = self.remove_own().await;
-                reporter.end(Error::Closed);
-                removed
-            }
-            Some(error) => {
-                tracing::debug!(path = %self.path, %error, "leader latch ended");
-                if !error.is_terminal() {
-                    let _ = self.remove_own().await;
-                }
-                reporter.end(error.clone());
-                Err(error)
-            }
-        }
+impl Candidate for Driver {
+    const NAME: &'static str = "leader latch";
+
+    fn session(&mut self) -> &mut Session {
+        &mut self.session
     }
 
-    /// Runs the election until an error that retrying cannot cure.
-    async fn drive(&mut self, reporter: &Reporter) -> Error {
-        loop {
-            let step = async {
-                self.session.wait_connected().await?;
-                self.step(reporter).await
-            };
-            match step.await {
-                Ok(()) => {}
-                Err(error) if error.is_retryable() => {
-                    reporter.set(false);
-                    if !matches!(error, Error::ConnectionLoss) {
-                        tokio::time::sleep(RETRY_DELAY).await;
-                    }
-                }
-                Err(error) => return error,
-            }
-        }
+    fn path(&self) -> &str {
+        &self.path
     }
 
     /// One look at the election: makes sure our node exists, leads or watches the
@@ -260,6 +221,21 @@ impl Driver {
         }
     }
 
+    /// Deletes our nodes. Listed after any create still queued, so a create whose reply was
+    /// never read is found too.
+    async fn remove_own(&mut self) -> Result<()> {
+        self.own = None;
+        for node in self.find_own().await? {
+            match self.session.client.delete(&node, None).await {
+                Ok(()) | Err(Error::NoNode) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Driver {
     /// Creates our node, finding it again when the reply was lost.
     async fn create(&mut self) -> Result<String> {
         let client = self.session.client.clone();
@@ -292,19 +268,6 @@ impl Driver {
             .filter(|child| is_own_node(child, &self.attempt))
             .map(|child| child_path(&self.path, child))
             .collect())
-    }
-
-    /// Deletes our nodes. Listed after any create still queued, so a create whose reply was
-    /// never read is found too.
-    async fn remove_own(&mut self) -> Result<()> {
-        self.own = None;
-        for node in self.find_own().await? {
-            match self.session.client.delete(&node, None).await {
-                Ok(()) | Err(Error::NoNode) => {}
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(())
     }
 }
 

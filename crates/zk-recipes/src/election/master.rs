@@ -7,10 +7,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use zk_proto::{Client, CreateOptions, Error, EventType, Result};
 
-use super::{Leadership, Reporter, Session, ensure_path, loss_guard, parent_of};
-
-/// Back-off after a retryable error while connected (throttling, a request timeout).
-const RETRY_DELAY: Duration = Duration::from_millis(100);
+use super::{Candidate, Leadership, Reporter, Session, ensure_path, parent_of, run_candidate};
 
 /// The head start of the previous master by default.
 pub const DEFAULT_HEAD_START: Duration = Duration::from_secs(5);
@@ -61,7 +58,7 @@ impl MasterElectionBuilder {
             id: self.id,
             head_start: self.head_start,
         };
-        let task = tokio::spawn(driver.run(reporter, shutdown_rx));
+        let task = tokio::spawn(run_candidate(driver, reporter, shutdown_rx));
         MasterElection {
             leadership,
             shutdown: Some(shutdown),
@@ -180,50 +177,15 @@ struct Driver {
     head_start: Duration,
 }
 
-impl Driver {
-    async fn run(mut self, reporter: Reporter, mut shutdown: oneshot::Receiver<()>) -> Result<()> {
-        let client = self.session.client.clone();
-        let ended = tokio::select! {
-            biased;
-            _ = &mut shutdown => None,
-            error = self.drive(&reporter) => Some(error),
-            () = loss_guard(&client, &reporter) => None,
-        };
-        reporter.set(false);
-        match ended {
-            None => {
-                let removed = self.remove_own().await;
-                reporter.end(Error::Closed);
-                removed
-            }
-            Some(error) => {
-                tracing::debug!(path = %self.path, %error, "master election ended");
-                if !error.is_terminal() {
-                    let _ = self.remove_own().await;
-                }
-                reporter.end(error.clone());
-                Err(error)
-            }
-        }
+impl Candidate for Driver {
+    const NAME: &'static str = "master election";
+
+    fn session(&mut self) -> &mut Session {
+        &mut self.session
     }
 
-    async fn drive(&mut self, reporter: &Reporter) -> Error {
-        loop {
-            let step = async {
-                self.session.wait_connected().await?;
-                self.step(reporter).await
-            };
-            match step.await {
-                Ok(()) => {}
-                Err(error) if error.is_retryable() => {
-                    reporter.set(false);
-                    if !matches!(error, Error::ConnectionLoss) {
-                        tokio::time::sleep(RETRY_DELAY).await;
-                    }
-                }
-                Err(error) => return error,
-            }
-        }
+    fn path(&self) -> &str {
+        &self.path
     }
 
     /// One race: create the node (or find it taken), then lead or watch until something
