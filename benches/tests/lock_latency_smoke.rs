@@ -10,7 +10,7 @@ use std::process::Command;
 
 use zk_benches::json::{self, Value};
 
-const EXPECTED: [&str; 15] = [
+const EXPECTED: [&str; 17] = [
     "raw_create",
     "raw_delete",
     "raw_pair",
@@ -20,11 +20,13 @@ const EXPECTED: [&str; 15] = [
     "lock_release",
     "lock_cycle",
     "lock_contended",
+    "lock_contended_release",
     "election_failover",
     "codec_get_data_reply_decode",
     "codec_watcher_event_encode",
     "lock_cycle_p50/raw_pair_p50",
     "handoff_p50/raw_delete_p50",
+    "handoff_p50/contended_release_p50",
     "pipelined_get_ops/raw_get_ops",
 ];
 
@@ -95,7 +97,7 @@ fn tiny_run_reports_every_metric() {
     for name in EXPECTED {
         by_name(name);
     }
-    for name in &EXPECTED[..10] {
+    for name in &EXPECTED[..11] {
         let line = by_name(name);
         assert!(finite(line, "n") >= 1.0, "{name}: no samples");
         for key in LATENCY_KEYS {
@@ -125,8 +127,22 @@ fn tiny_run_reports_every_metric() {
         Some(0.0),
         "mutual exclusion violated: {contended:?}"
     );
-    for name in &EXPECTED[12..] {
-        let ratio = finite(by_name(name), "ratio");
+    for name in &EXPECTED[13..] {
+        let line = by_name(name);
+        let ratio = finite(line, "ratio");
         assert!(ratio > 0.0, "{name}: ratio {ratio}");
+        // A target is a string like "<= 1.25" with a boolean verdict, or null with null.
+        match line.get("target") {
+            Some(Value::Null) => assert_eq!(line.get("target_met"), Some(&Value::Null)),
+            Some(Value::String(_)) => {
+                assert!(matches!(line.get("target_met"), Some(Value::Bool(_))))
+            }
+            other => panic!("{name}: target {other:?}"),
+        }
     }
+    assert_eq!(
+        by_name("handoff_p50/contended_release_p50").get("target"),
+        Some(&Value::Null),
+        "the contended release ratio has no target"
+    );
 }

@@ -423,6 +423,9 @@ struct Contention {
     /// When the current holder started its release.
     release_started: Mutex<Option<Instant>>,
     handoffs: Mutex<Vec<Duration>>,
+    /// The holders' delete round trips, measured in the same run: what the handoff is
+    /// compared with under the same load.
+    releases: Mutex<Vec<Duration>>,
     done: AtomicUsize,
 }
 
@@ -469,8 +472,10 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
                     shared.violations.fetch_add(1, Ordering::SeqCst);
                 }
                 shared.holders.fetch_sub(1, Ordering::SeqCst);
-                *lock_or_recover(&shared.release_started) = Some(Instant::now());
+                let release_started = Instant::now();
+                *lock_or_recover(&shared.release_started) = Some(release_started);
                 guard.release().await?;
+                lock_or_recover(&shared.releases).push(release_started.elapsed());
                 progress.tick(shared.done.fetch_add(1, Ordering::SeqCst) + 1);
             }
             Ok::<(), zk_recipes::lock::LockError>(())
@@ -481,8 +486,10 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     }
     progress.finish();
     let handoffs = std::mem::take(&mut *lock_or_recover(&shared.handoffs));
+    let releases = std::mem::take(&mut *lock_or_recover(&shared.releases));
     let mut metrics = vec![Metric::from_samples("lock_contended", &handoffs)];
     let wall = section.finish(ctx, total, true, &mut metrics);
+    metrics.push(Metric::from_samples("lock_contended_release", &releases));
     let m = &mut metrics[0];
     m.ops_per_s = Some(total as f64 / wall.as_secs_f64());
     m.violations = Some(shared.violations.load(Ordering::SeqCst));
