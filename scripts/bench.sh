@@ -5,6 +5,7 @@
 #   scripts/bench.sh                          # local server (forceSync=yes), the table
 #   scripts/bench.sh --json                   # one JSON object per line on stdout
 #   scripts/bench.sh --no-fsync               # local server with forceSync=no
+#   scripts/bench.sh --stock-server           # local server with the default thread pools
 #   scripts/bench.sh --ensemble               # local three-server ensemble
 #   scripts/bench.sh --connect host:2181      # an existing server or ensemble
 #   scripts/bench.sh --scale 0.1 --plot lat.svg
