@@ -5,7 +5,7 @@
 //! - Against real servers behind a [`FaultProxy`]: 10,000 requests in flight through a cut;
 //!   a whole unreachable server (deadlines, client-side expiry, bounded reconnect rate); a
 //!   child list over the client's frame limit; 10,000 watches whose re-registration exceeds
-//!   1 MiB across a server restart.
+//!   1 MiB across a server restart; a reconnection that the server accepts and never answers.
 //!
 //! Every wait is bounded ([`GUARD`] or a bound derived from the client's timers), so a bug
 //! fails a test instead of hanging it. The tests that start a JVM take [`SERIAL`].
@@ -703,4 +703,72 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
     assert!(wchs.contains("Total watches:0"), "{wchs}");
     assert_eq!(proxy.accepted(), before + attempts, "no reconnect since");
     assert_eq!(client.state(), SessionState::Connected);
+}
+
+/// Scenario: the one server of a session is restarted and the client's reconnection lands in
+/// the moment the server listens but is not running yet. ZooKeeper 3.8.0 then fails the
+/// connection (`ZooKeeperServer not running`) and, on a NullPointerException in its cleanup,
+/// never closes the socket: the handshake gets no answer and no close. Reproduced without the
+/// race: the proxy sends the reconnection to a listener that accepts and never answers, and
+/// new connections to the real server again once that one is open.
+///
+/// Pass criteria: the client gives the silent attempt up after a third of the session timeout
+/// (6 s session: 2 s), reconnects to the real server and resumes the same session, within the
+/// session timeout. With the attempt budget of `T/n` (Java's) the silent attempt would use the
+/// whole session and the client would report it expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnection_that_the_server_never_answers_costs_one_attempt_not_the_session() {
+    const SESSION: Duration = Duration::from_secs(6);
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = bounded(
+        "connect",
+        GUARD,
+        Client::builder()
+            .session_timeout(SESSION)
+            .connect(&proxy.connect_string()),
+    )
+    .await
+    .expect("connect");
+    let session = client.session_id();
+    client.exists("/").await.expect("exists");
+
+    // A listener that accepts connections, keeps them open and never reads or answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the silent listener");
+    let silent_addr = silent.local_addr().expect("silent address");
+    let (accepted_tx, mut accepted_rx) = tokio::sync::mpsc::unbounded_channel();
+    let silent_task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+            let _ = accepted_tx.send(());
+        }
+    });
+
+    proxy.set_target(silent_addr);
+    let cut_at = Instant::now();
+    proxy.cut();
+    bounded(
+        "the reconnection reaches the silent listener",
+        GUARD,
+        accepted_rx.recv(),
+    )
+    .await
+    .expect("silent listener alive");
+    // Later connections go to the real server again; the one just made stays silent.
+    proxy.set_target(server.addr());
+    wait_for_state(&client, SessionState::Connected, SESSION).await;
+    let reconnected_after = cut_at.elapsed();
+    assert_eq!(client.session_id(), session, "the session was resumed");
+    assert!(
+        reconnected_after >= SESSION / 3 - Duration::from_millis(50),
+        "reconnected after {reconnected_after:?}: before the silent attempt's budget ran out?"
+    );
+    client.exists("/").await.expect("the session works");
+    eprintln!("resumed {reconnected_after:?} after the cut");
+    silent_task.abort();
+    client.close().await.expect("close");
 }

@@ -378,6 +378,28 @@ fn a_handshake_without_answer_times_out_after_t_over_n() {
 }
 
 #[test]
+fn a_resumed_session_with_one_host_gives_up_a_silent_handshake_after_t_over_3() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    // The server accepts the connection and never answers the handshake.
+    h.connect();
+    h.events();
+    h.advance(Duration::from_millis(9_999));
+    assert!(h.events().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert!(
+        h.events()
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(_)))
+    );
+    // Two thirds of the session are left for another attempt.
+    assert_eq!(h.session.state(), SessionState::Disconnected);
+    assert!(h.session.wants_connection());
+}
+
+#[test]
 fn reconnect_resumes_with_the_last_zxid_and_rearms_watches_first() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);

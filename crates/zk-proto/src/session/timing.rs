@@ -12,8 +12,13 @@ use std::time::Duration;
 ///   sent nothing for that long, so a healthy idle connection gets at least one ping reply
 ///   inside each read timeout. Java pings 1 s earlier than `T/3` (`readTimeout/2 - 1s`); the
 ///   difference does not matter on loopback and makes the rule easy to state.
-/// - **connect timeout `T/n`**: one attempt (TCP connect plus handshake) may take that long,
-///   so a full pass over the hosts fits in one session timeout.
+/// - **connect timeout `T/n`, at most `T/3`**: one attempt (TCP connect plus handshake) may
+///   take that long, so a full pass over the hosts fits in one session timeout. Java uses
+///   `T/n` alone, so with one or two hosts a single attempt that the server accepts but never
+///   answers uses up the session (ZooKeeper 3.8.0 leaves such a connection open when it
+///   arrives while the server is starting: `ZooKeeperServer not running`, then a
+///   NullPointerException before the socket is closed); the `T/3` cap leaves time for two
+///   more attempts.
 /// - **local expiry `T`**: when no server has answered for a whole session timeout while the
 ///   client was cut off, the ensemble has expired the session (it expires it after `T`
 ///   without hearing from the client); the client reports [`Expired`] itself instead of
@@ -46,7 +51,7 @@ impl Timing {
         Self {
             read_timeout: session_timeout * 2 / 3,
             ping_interval: (session_timeout / 3).min(MAX_PING_INTERVAL),
-            connect_timeout: session_timeout / hosts,
+            connect_timeout: session_timeout / hosts.max(3),
             local_expiry: session_timeout,
         }
     }
@@ -63,6 +68,14 @@ mod tests {
         assert_eq!(timing.ping_interval, Duration::from_secs(10));
         assert_eq!(timing.connect_timeout, Duration::from_secs(10));
         assert_eq!(timing.local_expiry, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn one_attempt_takes_at_most_a_third_of_the_session_timeout() {
+        let t = Duration::from_secs(30);
+        assert_eq!(Timing::new(t, 1).connect_timeout, Duration::from_secs(10));
+        assert_eq!(Timing::new(t, 2).connect_timeout, Duration::from_secs(10));
+        assert_eq!(Timing::new(t, 5).connect_timeout, Duration::from_secs(6));
     }
 
     #[test]
