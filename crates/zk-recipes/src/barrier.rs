@@ -8,8 +8,10 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-use zk_proto::{Client, CreateOptions, Error, EventType, OneshotWatcher, Result, WatchedEvent};
+use zk_proto::{Client, CreateOptions, Error, EventType, Result};
+
+use crate::cleanup::withdraw;
+use crate::deadline::{deadline_of, until};
 
 /// The name of the node a [`DoubleBarrier`] creates when enough participants have entered.
 pub const READY_NODE: &str = "ready";
@@ -55,25 +57,6 @@ pub(crate) async fn ensure_path(client: &Client, path: &str) -> Result<()> {
         }
     }
     first_error.map_or(Ok(()), Err)
-}
-
-/// The deadline of an optional timeout.
-pub(crate) fn deadline_of(timeout: Option<Duration>) -> Option<Instant> {
-    timeout.map(|timeout| Instant::now() + timeout)
-}
-
-/// Waits for a one-shot watch until `deadline`; `Ok(None)` when the deadline passed first.
-pub(crate) async fn wait_watch(
-    watch: OneshotWatcher,
-    deadline: Option<Instant>,
-) -> Result<Option<WatchedEvent>> {
-    match deadline {
-        None => watch.changed().await.map(Some),
-        Some(deadline) => match tokio::time::timeout_at(deadline, watch.changed()).await {
-            Ok(event) => event.map(Some),
-            Err(_) => Ok(None),
-        },
-    }
 }
 
 /// A barrier: while its node exists, [`wait`](Barrier::wait) blocks; removing the node
@@ -163,7 +146,8 @@ impl Barrier {
     }
 
     /// Waits until the barrier node does not exist, at most `timeout` (`None`: no limit).
-    /// Returns `true` when the barrier is open, `false` when the timeout passed first.
+    /// Returns `true` when the barrier is open, `false` when the timeout passed first (also
+    /// while no server answers).
     ///
     /// Round trips: 1 (an `exists` with a watch), plus 1 per change of the node seen while
     /// waiting (a data change re-arms the watch).
@@ -181,16 +165,20 @@ impl Barrier {
     ///
     /// [`Error::SessionExpired`] (or [`Error::Closed`]) when the session ends while waiting.
     pub async fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = deadline_of(timeout);
+        until(deadline_of(timeout), self.wait_open())
+            .await
+            .unwrap_or(Ok(false))
+    }
+
+    /// Waits, without a deadline, until the node does not exist; always `Ok(true)` or an error.
+    async fn wait_open(&self) -> Result<bool> {
         loop {
             let (stat, watch) = self.client.exists_watch(&self.path).await?;
             if stat.is_none() {
                 return Ok(true);
             }
-            match wait_watch(watch, deadline).await? {
-                Some(event) if event.event_type == EventType::NODE_DELETED => return Ok(true),
-                Some(_) => {}
-                None => return Ok(false),
+            if watch.changed().await?.event_type == EventType::NODE_DELETED {
+                return Ok(true);
             }
         }
     }
@@ -256,8 +244,12 @@ impl DoubleBarrier {
     }
 
     /// Enters the barrier and waits, at most `timeout`, until `count` participants have
-    /// entered. Returns `true` once entered; `false` when the timeout passed first (this
-    /// participant's node is then deleted again, so it no longer counts).
+    /// entered. Returns `true` once entered; `false` when the timeout passed first, also
+    /// while no server answers: this participant's node is then deleted again, so it no
+    /// longer counts (the delete is queued before `enter` returns and retried in the
+    /// background, so the caller never waits for a server past the deadline). A timeout that
+    /// passes while this participant's create of `ready` is in flight may let the others enter
+    /// with it counted.
     ///
     /// Round trips: 1 (exists-with-watch on `ready`, create of the own ephemeral node and
     /// getChildren are queued back to back), plus 1 for the participant that creates `ready`,
@@ -280,7 +272,18 @@ impl DoubleBarrier {
     /// The participant's node is ephemeral: when the session expires it disappears and the
     /// call fails with [`Error::SessionExpired`]; others then never count it.
     pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = deadline_of(timeout);
+        match until(deadline_of(timeout), self.enter_and_wait()).await {
+            Some(Ok(())) => Ok(true),
+            Some(Err(error)) => Err(error),
+            None => {
+                withdraw(&self.client, self.node_path());
+                Ok(false)
+            }
+        }
+    }
+
+    /// Enters and waits, without a deadline, until `ready` exists.
+    async fn enter_and_wait(&self) -> Result<()> {
         let ready = join_path(&self.path, READY_NODE);
         let node = self.node_path();
         // Watch first, then create, then count: one round trip, and no window in which the
@@ -293,50 +296,41 @@ impl DoubleBarrier {
             Ok(_) | Err(Error::NodeExists) => {}
             Err(Error::NoNode) => {
                 ensure_path(&self.client, &self.path).await?;
-                return Box::pin(self.enter(timeout)).await;
+                return Box::pin(self.enter_and_wait()).await;
             }
             Err(error) => return Err(error),
         }
         let children = listed.await?;
         if exists.is_some() {
-            return Ok(true);
+            return Ok(());
         }
         if children.iter().filter(|c| is_participant(c)).count() >= self.count {
-            match self
+            return match self
                 .client
                 .create(&ready, "", &CreateOptions::persistent())
                 .await
             {
-                Ok(_) | Err(Error::NodeExists) => return Ok(true),
-                Err(error) => return Err(error),
-            }
+                Ok(_) | Err(Error::NodeExists) => Ok(()),
+                Err(error) => Err(error),
+            };
         }
         let mut watch = watch;
         loop {
-            match wait_watch(watch, deadline).await? {
-                Some(event) if event.event_type == EventType::NODE_CREATED => return Ok(true),
-                Some(_) => {
-                    let (exists, next) = self.client.exists_watch(&ready).await?;
-                    if exists.is_some() {
-                        return Ok(true);
-                    }
-                    watch = next;
-                }
-                None => {
-                    match self.client.delete(&node, None).await {
-                        Ok(()) | Err(Error::NoNode) => {}
-                        Err(error) => return Err(error),
-                    }
-                    return Ok(false);
-                }
+            if watch.changed().await?.event_type == EventType::NODE_CREATED {
+                return Ok(());
             }
+            let (exists, next) = self.client.exists_watch(&ready).await?;
+            if exists.is_some() {
+                return Ok(());
+            }
+            watch = next;
         }
     }
 
     /// Leaves the barrier and waits, at most `timeout`, until every participant has left.
     /// Returns `true` when all have left (the last step deletes `ready`, so the barrier can
-    /// be used for another round), `false` when the timeout passed first (this
-    /// participant's node may already be deleted).
+    /// be used for another round), `false` when the timeout passed first, also while no
+    /// server answers (this participant's node may already be deleted).
     ///
     /// Round trips: 1 getChildren per wake-up, plus a delete and an exists-with-watch
     /// (queued back to back) per wake-up; at the end 1 delete of `ready`.
@@ -355,7 +349,14 @@ impl DoubleBarrier {
     /// When the session expires this participant's node disappears (which is a departure
     /// for the others) and the call fails with [`Error::SessionExpired`].
     pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = deadline_of(timeout);
+        until(deadline_of(timeout), self.leave_and_wait())
+            .await
+            .unwrap_or(Ok(false))
+    }
+
+    /// Leaves and waits, without a deadline, until every participant has left; always
+    /// `Ok(true)` or an error.
+    async fn leave_and_wait(&self) -> Result<bool> {
         let node = self.node_path();
         loop {
             let mut children = match self.client.get_children(&self.path).await {
@@ -394,9 +395,7 @@ impl DoubleBarrier {
                 watched.await?
             };
             if let (Some(_), watch) = watched {
-                if wait_watch(watch, deadline).await?.is_none() {
-                    return Ok(false);
-                }
+                watch.changed().await?;
             }
         }
         match self
@@ -458,7 +457,10 @@ impl StartGate {
     }
 
     /// Joins and waits, at most `timeout`, for the start. `Ok(None)` when the timeout passed
-    /// first (the member node is then deleted, so it no longer counts).
+    /// first, also while no server answers: the member node is then deleted, so it no longer
+    /// counts (the delete is queued before `join` returns and retried in the background). A
+    /// timeout that passes while this participant's create of `start` is in flight may start
+    /// the others with it counted.
     ///
     /// Round trips: 1 (exists-with-watch on `start`, create of the member node and
     /// getChildren are queued back to back), plus 1 for every participant that sees the
@@ -480,7 +482,17 @@ impl StartGate {
     /// The member node is ephemeral and disappears with the session; the call fails with
     /// [`Error::SessionExpired`]. A start already created stays.
     pub async fn join(&self, timeout: Option<Duration>) -> Result<Option<Started>> {
-        let deadline = deadline_of(timeout);
+        match until(deadline_of(timeout), self.join_and_wait()).await {
+            Some(started) => started.map(Some),
+            None => {
+                withdraw(&self.client, self.node_path());
+                Ok(None)
+            }
+        }
+    }
+
+    /// Joins and waits, without a deadline, for the start node.
+    async fn join_and_wait(&self) -> Result<Started> {
         let start = join_path(&self.path, START_NODE);
         let node = self.node_path();
         let watched = self.client.exists_watch(&start);
@@ -491,16 +503,16 @@ impl StartGate {
             Ok(_) | Err(Error::NodeExists) => {}
             Err(Error::NoNode) => {
                 ensure_path(&self.client, &self.path).await?;
-                return Box::pin(self.join(timeout)).await;
+                return Box::pin(self.join_and_wait()).await;
             }
             Err(error) => return Err(error),
         }
         let children = listed.await?;
         if exists.is_some() {
-            return Ok(Some(Started {
+            return Ok(Started {
                 created_start: false,
                 notified_by_watch: false,
-            }));
+            });
         }
         let members = children
             .iter()
@@ -519,28 +531,20 @@ impl StartGate {
             }
         }
         loop {
-            match wait_watch(watch, deadline).await? {
-                Some(event) if event.event_type == EventType::NODE_CREATED => {
-                    return Ok(Some(Started {
-                        created_start,
-                        notified_by_watch: true,
-                    }));
-                }
-                Some(_) => {
-                    let (exists, next) = self.client.exists_watch(&start).await?;
-                    if exists.is_some() {
-                        return Ok(Some(Started {
-                            created_start,
-                            notified_by_watch: false,
-                        }));
-                    }
-                    watch = next;
-                }
-                None => {
-                    self.leave().await?;
-                    return Ok(None);
-                }
+            if watch.changed().await?.event_type == EventType::NODE_CREATED {
+                return Ok(Started {
+                    created_start,
+                    notified_by_watch: true,
+                });
             }
+            let (exists, next) = self.client.exists_watch(&start).await?;
+            if exists.is_some() {
+                return Ok(Started {
+                    created_start,
+                    notified_by_watch: false,
+                });
+            }
+            watch = next;
         }
     }
 

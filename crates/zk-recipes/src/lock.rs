@@ -43,6 +43,7 @@ enum Watched {
     Retry,
 }
 
+use crate::cleanup::{delete_retrying, withdraw};
 use crate::sequential::{attempt_id, is_own_node, protected_name, sequence_of, sort_by_sequence};
 
 /// The node name Curator's `InterProcessMutex` uses (`_c_<uuid>-lock-<seq>`).
@@ -273,20 +274,6 @@ async fn cleanup(client: Client, parent: String, id: String, node: Option<String
             }
             Err(e) if e.is_retryable() => continue,
             Err(_) => return,
-        }
-    }
-}
-
-/// Deletes a node, retrying while the outcome is unknown; a missing node is fine.
-async fn delete_retrying(client: &Client, node: &str) {
-    loop {
-        match client.delete(node, None).await {
-            Err(e) if e.is_retryable() => continue,
-            Err(zk_proto::Error::NoNode) | Ok(()) => return,
-            Err(e) => {
-                tracing::debug!(node, error = %e, "could not delete a lock node");
-                return;
-            }
         }
     }
 }
@@ -704,15 +691,7 @@ impl Drop for LockGuard {
         let Some(node) = self.node.take() else {
             return;
         };
-        let first = self.client.delete(&node, None);
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let client = self.client.clone();
-            handle.spawn(async move {
-                if matches!(first.await, Err(e) if e.is_retryable()) {
-                    delete_retrying(&client, &node).await;
-                }
-            });
-        }
+        withdraw(&self.client, node);
     }
 }
 

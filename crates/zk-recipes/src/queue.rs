@@ -17,9 +17,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, MultiItem, MultiOperation, Result};
 
-use crate::barrier::{deadline_of, ensure_path, join_path, wait_watch};
+use crate::barrier::{ensure_path, join_path};
+use crate::deadline::{deadline_of, until, wait_watch};
 use crate::sequential::{sequence_of, sort_by_sequence};
 
 /// The name prefix of an item node (the server appends a 10-digit sequence number).
@@ -149,7 +151,7 @@ impl Queue {
             Err(Error::NoNode) => return Ok(None),
             Err(error) => return Err(error),
         };
-        Ok(self.claim_first(children).await?.0)
+        Ok(self.claim_first(children, None).await?.0)
     }
 
     /// Takes the oldest item, waiting at most `timeout` (`None`: no limit) for one to be
@@ -167,8 +169,10 @@ impl Queue {
     ///
     /// Cancel-safe while it waits for an item (nothing has been claimed); not cancel-safe
     /// once a delete was sent (see [`try_take`](Self::try_take)). A `tokio::time::timeout`
-    /// around it may therefore lose an item; use the `timeout` argument instead, which is
-    /// only checked while waiting.
+    /// around it may therefore lose an item; use the `timeout` argument instead, which ends
+    /// every step (listing, reading an item, waiting; also while no server answers) except
+    /// the delete that claims an item: once sent, that one is awaited, so the item is
+    /// either returned or left in the queue (or lost as [`try_take`](Self::try_take) says).
     ///
     /// # Session loss
     ///
@@ -176,11 +180,19 @@ impl Queue {
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
         let deadline = deadline_of(timeout);
         loop {
-            let (children, watch) = match self.client.get_children_watch(&self.path).await {
+            let Some(listed) = until(deadline, self.client.get_children_watch(&self.path)).await
+            else {
+                return Ok(None);
+            };
+            let (children, watch) = match listed {
                 Ok(listed) => listed,
                 Err(Error::NoNode) => {
                     // Wait for the queue node itself.
-                    let (stat, watch) = self.client.exists_watch(&self.path).await?;
+                    let Some(exists) = until(deadline, self.client.exists_watch(&self.path)).await
+                    else {
+                        return Ok(None);
+                    };
+                    let (stat, watch) = exists?;
                     if stat.is_some() {
                         continue;
                     }
@@ -191,7 +203,7 @@ impl Queue {
                 }
                 Err(error) => return Err(error),
             };
-            match self.claim_first(children).await? {
+            match self.claim_first(children, deadline).await? {
                 (Some(item), _) => return Ok(Some(item)),
                 // An item changed under us: list again rather than wait for a child change.
                 (None, true) => continue,
@@ -205,14 +217,22 @@ impl Queue {
 
     /// Claims the first item of `children` (in sequence order) that no other consumer got.
     /// The flag tells whether an item was skipped because its version changed between the
-    /// read and the delete (it is still there: worth listing again).
-    async fn claim_first(&self, mut children: Vec<String>) -> Result<(Option<Item>, bool)> {
+    /// read and the delete (it is still there: worth listing again). Past `deadline` it
+    /// reads no more items (`(None, false)`); a delete once sent is awaited.
+    async fn claim_first(
+        &self,
+        mut children: Vec<String>,
+        deadline: Option<Instant>,
+    ) -> Result<(Option<Item>, bool)> {
         children.retain(|c| is_item(c));
         sort_by_sequence(&mut children);
         let mut changed = false;
         for name in children {
             let path = join_path(&self.path, &name);
-            let (data, stat) = match self.client.get_data(&path).await {
+            let Some(read) = until(deadline, self.client.get_data(&path)).await else {
+                return Ok((None, false));
+            };
+            let (data, stat) = match read {
                 Ok(read) => read,
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error),
@@ -281,7 +301,9 @@ impl BoundedQueue {
     /// # Cancellation safety
     ///
     /// Cancel-safe while waiting for room; dropping it once the multi was sent may or may
-    /// not add the item.
+    /// not add the item. The `timeout` ends every step (listing, creating the queue node,
+    /// waiting; also while no server answers) except the multi: once sent, that one is
+    /// awaited, so `Ok(None)` always means that nothing was added.
     ///
     /// # Session loss
     ///
@@ -296,10 +318,16 @@ impl BoundedQueue {
         let path = &self.queue.path;
         let deadline = deadline_of(timeout);
         loop {
-            let (children, stat) = match client.get_children2(path).await {
+            let Some(listed) = until(deadline, client.get_children2(path)).await else {
+                return Ok(None);
+            };
+            let (children, stat) = match listed {
                 Ok(listed) => listed,
                 Err(Error::NoNode) => {
-                    ensure_path(client, path).await?;
+                    match until(deadline, ensure_path(client, path)).await {
+                        Some(ensured) => ensured?,
+                        None => return Ok(None),
+                    }
                     continue;
                 }
                 Err(error) => return Err(error),
@@ -332,7 +360,10 @@ impl BoundedQueue {
                     Some(error) => return Err(error.clone()),
                 }
             }
-            let (children, watch) = match client.get_children_watch(path).await {
+            let Some(listed) = until(deadline, client.get_children_watch(path)).await else {
+                return Ok(None);
+            };
+            let (children, watch) = match listed {
                 Ok(listed) => listed,
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error),
