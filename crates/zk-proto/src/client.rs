@@ -306,12 +306,14 @@ impl ClientBuilder {
             session_id: 0,
             negotiated_timeout: None,
         });
+        let (states_tx, states) = watch::channel(SessionState::Connecting);
         let (first_tx, first_rx) = oneshot::channel();
         let driver = Driver {
             session,
             hosts,
             commands,
             published: published_tx,
+            states: states_tx,
             max_frame_len: self.max_frame_len,
             fail_fast: self.fail_fast,
             first_connect: Some(first_tx),
@@ -324,6 +326,7 @@ impl ClientBuilder {
             shared: Arc::new(Shared {
                 tx,
                 published,
+                states,
                 watch_capacity: self.watch_capacity,
             }),
             request_timeout: self.request_timeout,
@@ -337,6 +340,7 @@ impl ClientBuilder {
 struct Shared {
     tx: mpsc::UnboundedSender<Command>,
     published: watch::Receiver<Published>,
+    states: watch::Receiver<SessionState>,
     watch_capacity: usize,
 }
 
@@ -403,26 +407,13 @@ impl Client {
     }
 
     /// A receiver of the session state: `changed().await` wakes on every change (a receiver
-    /// that falls behind sees the latest state).
+    /// that falls behind sees the latest state), and `borrow()` is always the state now, as
+    /// [`state`](Self::state) is. The current state counts as seen. Once the client's task
+    /// has ended, `changed()` fails and `borrow()` keeps the last state.
     pub fn state_watcher(&self) -> watch::Receiver<SessionState> {
-        let mut published = self.shared.published.clone();
-        let (tx, rx) = watch::channel(published.borrow().state);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    // The receiver is gone: stop forwarding at once.
-                    () = tx.closed() => return,
-                    changed = published.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        let state = published.borrow_and_update().state;
-                        tx.send_if_modified(|current| std::mem::replace(current, state) != state);
-                    }
-                }
-            }
-        });
-        rx
+        let mut states = self.shared.states.clone();
+        states.borrow_and_update();
+        states
     }
 
     /// The session id (0 before the first connection).

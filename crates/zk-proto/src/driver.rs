@@ -91,6 +91,9 @@ pub(crate) struct Driver {
     pub(crate) hosts: HostList,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) published: watch::Sender<Published>,
+    /// The state alone, for the handles' state watchers: they subscribe to it directly, so
+    /// they see a change as soon as it is published and are woken by state changes only.
+    pub(crate) states: watch::Sender<SessionState>,
     pub(crate) max_frame_len: usize,
     pub(crate) fail_fast: bool,
     /// Told once: the first connection's outcome (for fail-fast connect).
@@ -338,6 +341,9 @@ impl Driver {
             *current = published;
             changed
         });
+        self.states.send_if_modified(|current| {
+            std::mem::replace(current, published.state) != published.state
+        });
     }
 
     /// A connection attempt failed. With fail-fast, before any session, one failed attempt
@@ -510,11 +516,13 @@ mod tests {
             session_id: 0,
             negotiated_timeout: None,
         });
+        let (states, _) = watch::channel(SessionState::Connecting);
         Driver {
             session: Session::new(SessionConfig::default()),
             hosts: HostList::new(hosts, false, Some(1)).expect("hosts"),
             commands,
             published,
+            states,
             max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
             fail_fast: false,
             first_connect: None,
@@ -529,6 +537,7 @@ mod tests {
         let mut d = driver(1);
         let (tx, mut first) = oneshot::channel();
         d.first_connect = Some(tx);
+        let mut states = d.states.subscribe();
         let now = Instant::now().into_std();
         d.session.handle_connected(now);
         assert!(d.session.poll_transmit(now).is_some(), "a ConnectRequest");
@@ -548,6 +557,9 @@ mod tests {
                 assert_eq!(published.session_id, 0x55);
                 assert_eq!(published.state, SessionState::Connected);
                 assert_eq!(published.negotiated_timeout, Some(Duration::from_secs(30)));
+                // So do the state watchers (a lock guard's validity), with no task between.
+                assert!(states.has_changed().expect("driver alive"));
+                assert_eq!(*states.borrow_and_update(), SessionState::Connected);
                 return;
             }
         }
