@@ -364,6 +364,33 @@ struct Shared {
 /// A call in flight when the connection drops fails with [`Error::ConnectionLoss`]: it may
 /// or may not have been applied. Calls made while disconnected wait for the next
 /// connection (bounded by the request timeout and by the session's end).
+///
+/// # Futures borrow nothing
+///
+/// A call copies what it needs before returning, so its future is `Send + 'static` and keeps
+/// no borrow of the client, the path or the options: it can be stored, spawned, or returned
+/// from a wrapper of your own after its arguments are gone. (A generic `data` argument stays
+/// in the future's type, so data borrowed for less than `'static` must be owned, e.g. a
+/// `Vec<u8>`, for the future to be `'static`.)
+///
+/// ```rust,no_run
+/// use std::future::Future;
+/// use zk_proto::{Client, CreateOptions, Result, Stat};
+///
+/// struct Jobs {
+///     client: Client,
+/// }
+///
+/// impl Jobs {
+///     fn add(&self, id: u32, payload: Vec<u8>) -> impl Future<Output = Result<(String, Stat)>> + 'static {
+///         self.client.create(&format!("/jobs/{id}"), payload, &CreateOptions::persistent())
+///     }
+///
+///     fn read(&self, id: u32) -> impl Future<Output = Result<(bytes::Bytes, Stat)>> + 'static {
+///         self.client.get_data(&format!("/jobs/{id}"))
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Client {
     shared: Arc<Shared>,
@@ -430,7 +457,7 @@ impl Client {
         &self,
         op: Op,
         watch: Option<WatchSink>,
-    ) -> impl Future<Output = Reply> + Send + 'static {
+    ) -> impl Future<Output = Reply> + Send + 'static + use<> {
         let (reply, rx) = oneshot::channel();
         let command = Command::Submit {
             op,
@@ -446,7 +473,7 @@ impl Client {
         rx
     }
 
-    fn call(&self, op: Op) -> impl Future<Output = Result<Response>> + Send + 'static {
+    fn call(&self, op: Op) -> impl Future<Output = Result<Response>> + Send + 'static + use<> {
         let reply = self.send(op, None);
         async move { Ok(reply.await.unwrap_or(Err(Error::Closed))?.0) }
     }
@@ -454,7 +481,7 @@ impl Client {
     fn call_watched(
         &self,
         op: Op,
-    ) -> impl Future<Output = (Result<Response>, OneshotWatcher)> + Send + 'static {
+    ) -> impl Future<Output = (Result<Response>, OneshotWatcher)> + Send + 'static + use<> {
         let (tx, rx) = oneshot::channel();
         let reply = self.send(op, Some(WatchSink::Once(tx)));
         async move {
@@ -471,12 +498,12 @@ impl Client {
     /// [`Error::NodeExists`], [`Error::NoNode`] (no parent), [`Error::NoChildrenForEphemerals`],
     /// [`Error::InvalidAcl`], [`Error::InvalidPath`], [`Error::Unimplemented`] (TTL disabled on
     /// the server), and the connection errors.
-    pub fn create(
+    pub fn create<D: Into<Bytes>>(
         &self,
         path: &str,
-        data: impl Into<Bytes>,
+        data: D,
         options: &CreateOptions,
-    ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static + use<D> {
         let op = Op::Create {
             path: path.to_owned(),
             data: data.into(),
@@ -503,7 +530,7 @@ impl Client {
         &self,
         path: &str,
         version: Option<i32>,
-    ) -> impl Future<Output = Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         let reply = self.call(Op::Delete {
             path: path.to_owned(),
             version: version.unwrap_or(-1),
@@ -519,7 +546,7 @@ impl Client {
     pub fn exists(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static {
+    ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static + use<> {
         let reply = self.call(Op::Exists {
             path: path.to_owned(),
             watch: false,
@@ -543,7 +570,7 @@ impl Client {
     pub fn exists_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher)>> + Send + 'static + use<> {
         let reply = self.call_watched(Op::Exists {
             path: path.to_owned(),
             watch: true,
@@ -567,7 +594,7 @@ impl Client {
     pub fn get_data(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static + use<> {
         let reply = self.call(Op::GetData {
             path: path.to_owned(),
             watch: false,
@@ -589,7 +616,7 @@ impl Client {
     pub fn get_data_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Bytes, Stat, OneshotWatcher)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(Bytes, Stat, OneshotWatcher)>> + Send + 'static + use<> {
         let reply = self.call_watched(Op::GetData {
             path: path.to_owned(),
             watch: true,
@@ -609,12 +636,12 @@ impl Client {
     ///
     /// [`Error::NoNode`], [`Error::BadVersion`], [`Error::PacketTooLarge`], and the connection
     /// errors.
-    pub fn set_data(
+    pub fn set_data<D: Into<Bytes>>(
         &self,
         path: &str,
-        data: impl Into<Bytes>,
+        data: D,
         version: Option<i32>,
-    ) -> impl Future<Output = Result<Stat>> + Send + 'static {
+    ) -> impl Future<Output = Result<Stat>> + Send + 'static + use<D> {
         let reply = self.call(Op::SetData {
             path: path.to_owned(),
             data: data.into(),
@@ -636,7 +663,7 @@ impl Client {
     pub fn get_acl(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + 'static + use<> {
         let reply = self.call(Op::GetAcl {
             path: path.to_owned(),
         });
@@ -659,7 +686,7 @@ impl Client {
         path: &str,
         acl: Vec<Acl>,
         version: Option<i32>,
-    ) -> impl Future<Output = Result<Stat>> + Send + 'static {
+    ) -> impl Future<Output = Result<Stat>> + Send + 'static + use<> {
         let reply = self.call(Op::SetAcl {
             path: path.to_owned(),
             acl,
@@ -681,7 +708,7 @@ impl Client {
     pub fn get_children(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static {
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
         let reply = self.call(Op::GetChildren {
             path: path.to_owned(),
             watch: false,
@@ -703,7 +730,7 @@ impl Client {
     pub fn get_children_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher)>> + Send + 'static + use<> {
         let reply = self.call_watched(Op::GetChildren {
             path: path.to_owned(),
             watch: true,
@@ -725,7 +752,7 @@ impl Client {
     pub fn get_children2(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static + use<> {
         let reply = self.call(Op::GetChildren2 {
             path: path.to_owned(),
             watch: false,
@@ -746,7 +773,7 @@ impl Client {
     pub fn get_all_children_number(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<i32>> + Send + 'static {
+    ) -> impl Future<Output = Result<i32>> + Send + 'static + use<> {
         let reply = self.call(Op::GetAllChildrenNumber {
             path: path.to_owned(),
         });
@@ -767,7 +794,7 @@ impl Client {
     pub fn get_ephemerals(
         &self,
         prefix: &str,
-    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static {
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
         let reply = self.call(Op::GetEphemerals {
             prefix: prefix.to_owned(),
         });
@@ -784,7 +811,7 @@ impl Client {
     /// # Errors
     ///
     /// The connection errors.
-    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static {
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         let reply = self.call(Op::Sync {
             path: path.to_owned(),
         });
@@ -801,7 +828,7 @@ impl Client {
         &self,
         path: &str,
         version: i32,
-    ) -> impl Future<Output = Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         let reply = self.multi(vec![MultiOperation::Check {
             path: path.to_owned(),
             version,
@@ -824,7 +851,7 @@ impl Client {
     pub fn multi(
         &self,
         ops: Vec<MultiOperation>,
-    ) -> impl Future<Output = Result<Vec<MultiItem>>> + Send + 'static {
+    ) -> impl Future<Output = Result<Vec<MultiItem>>> + Send + 'static + use<> {
         let reply = self.call(Op::Multi(ops));
         async move {
             let Response::Multi(response) = reply.await? else {
@@ -863,7 +890,7 @@ impl Client {
     pub fn multi_read(
         &self,
         ops: Vec<MultiOperation>,
-    ) -> impl Future<Output = Result<Vec<Result<MultiReadItem>>>> + Send + 'static {
+    ) -> impl Future<Output = Result<Vec<Result<MultiReadItem>>>> + Send + 'static + use<> {
         let reply = self.call(Op::MultiRead(ops));
         async move {
             let Response::Multi(response) = reply.await? else {
@@ -899,7 +926,7 @@ impl Client {
         &self,
         path: &str,
         mode: AddWatchMode,
-    ) -> impl Future<Output = Result<PersistentWatcher>> + Send + 'static {
+    ) -> impl Future<Output = Result<PersistentWatcher>> + Send + 'static + use<> {
         let capacity = self.shared.watch_capacity;
         let (tx, rx) = mpsc::channel(capacity);
         let overflowed = Arc::new(AtomicBool::new(false));
@@ -936,7 +963,7 @@ impl Client {
         &self,
         path: &str,
         watcher_type: WatcherType,
-    ) -> impl Future<Output = Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         let reply = self.call(Op::RemoveWatches {
             path: path.to_owned(),
             watcher_type,
@@ -953,7 +980,7 @@ impl Client {
         &self,
         path: &str,
         watcher_type: WatcherType,
-    ) -> impl Future<Output = Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         let reply = self.call(Op::CheckWatches {
             path: path.to_owned(),
             watcher_type,
@@ -967,11 +994,11 @@ impl Client {
     ///
     /// [`Error::AuthFailed`] (terminal) for a scheme the server rejects, and the connection
     /// errors.
-    pub fn add_auth(
+    pub fn add_auth<D: Into<Bytes>>(
         &self,
         scheme: &str,
-        auth: impl Into<Bytes>,
-    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        auth: D,
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<D> {
         let rx = self.send_auth(scheme.to_owned(), auth.into());
         async move { rx.await.unwrap_or(Err(Error::Closed)).map(drop) }
     }
@@ -986,7 +1013,7 @@ impl Client {
         &self,
         user: &str,
         password: &str,
-    ) -> impl Future<Output = Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         let reply = match crate::acl::digest_auth(user, password) {
             Ok((scheme, auth)) => Ok(self.send_auth(scheme, auth)),
             Err(e) => Err(Error::InvalidArgument(e.to_string())),
@@ -1019,7 +1046,7 @@ impl Client {
     pub fn reconfig(
         &self,
         request: ReconfigRequest,
-    ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
+    ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static + use<> {
         let reply = self.call(Op::Reconfig(request));
         async move {
             match reply.await? {
@@ -1034,7 +1061,9 @@ impl Client {
     /// # Errors
     ///
     /// The connection errors.
-    pub fn who_am_i(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
+    pub fn who_am_i(
+        &self,
+    ) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static + use<> {
         let reply = self.call(Op::WhoAmI);
         async move {
             match reply.await? {
