@@ -147,8 +147,8 @@ impl Barrier {
 
     /// Waits until the barrier node does not exist, at most `timeout` (`None`: no limit).
     /// Returns `true` when the barrier is open, `false` when the timeout passed first (also
-    /// while no server answers). The timeout bounds the whole call, its round trips included:
-    /// a zero timeout returns `false` without waiting for the server's answer.
+    /// while no server answers). The timeout bounds the whole call, its round trips included,
+    /// so a zero timeout is no way to ask whether the barrier is open.
     ///
     /// Round trips: 1 (an `exists` with a watch), plus 1 per change of the node seen while
     /// waiting (a data change re-arms the watch).
