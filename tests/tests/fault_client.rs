@@ -46,6 +46,15 @@ async fn bounded<T>(what: &str, within: Duration, future: impl Future<Output = T
     }
 }
 
+/// A new fault proxy to `server` and a session through it, made by `builder`.
+async fn connect_through(server: &ZkServer, builder: ClientBuilder) -> (FaultProxy, Client) {
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = bounded("connect", GUARD, builder.connect(&proxy.connect_string()))
+        .await
+        .expect("connect");
+    (proxy, client)
+}
+
 async fn wait_for_state(client: &Client, state: SessionState, within: Duration) {
     let mut states = client.state_watcher();
     let reached = timeout(within, states.wait_for(|s| *s == state)).await;
@@ -333,17 +342,13 @@ async fn ten_thousand_requests_in_flight_through_a_cut_each_resolve_exactly_once
     const REQUESTS: usize = 10_000;
     let _serial = SERIAL.lock().await;
     let server = server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = bounded(
-        "connect",
-        GUARD,
+    let (proxy, client) = connect_through(
+        &server,
         Client::builder()
             .session_timeout(Duration::from_secs(10))
-            .max_in_flight(REQUESTS)
-            .connect(&proxy.connect_string()),
+            .max_in_flight(REQUESTS),
     )
-    .await
-    .expect("connect");
+    .await;
     let session = client.session_id();
     client
         .create("/inflight", "v", &CreateOptions::persistent())
@@ -408,16 +413,8 @@ async fn an_unreachable_server_honours_deadlines_expires_the_session_and_backs_o
     let session_timeout = Duration::from_secs(4);
     let _serial = SERIAL.lock().await;
     let server = server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = bounded(
-        "connect",
-        GUARD,
-        Client::builder()
-            .session_timeout(session_timeout)
-            .connect(&proxy.connect_string()),
-    )
-    .await
-    .expect("connect");
+    let (proxy, client) =
+        connect_through(&server, Client::builder().session_timeout(session_timeout)).await;
     assert_eq!(client.negotiated_timeout(), Some(session_timeout));
     // A reply right before the isolation: the client last heard from the server now.
     client.exists("/").await.expect("exists");
@@ -501,17 +498,13 @@ async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_
     let created = admin.multi(creates).await.expect("multi create");
     assert!(created.iter().all(|item| item.error().is_none()));
 
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = bounded(
-        "connect",
-        GUARD,
+    let (proxy, client) = connect_through(
+        &server,
         Client::builder()
             .session_timeout(Duration::from_secs(10))
-            .max_frame_len(MAX_FRAME)
-            .connect(&proxy.connect_string()),
+            .max_frame_len(MAX_FRAME),
     )
-    .await
-    .expect("connect");
+    .await;
     let session = client.session_id();
 
     for attempt in 1..=2u64 {
@@ -564,16 +557,11 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
     const BATCH: usize = 500;
     let _serial = SERIAL.lock().await;
     let server = server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = bounded(
-        "connect",
-        GUARD,
-        Client::builder()
-            .session_timeout(Duration::from_secs(20))
-            .connect(&proxy.connect_string()),
+    let (proxy, client) = connect_through(
+        &server,
+        Client::builder().session_timeout(Duration::from_secs(20)),
     )
-    .await
-    .expect("connect");
+    .await;
     let session = client.session_id();
     client
         .create("/w", "", &CreateOptions::persistent())
@@ -721,16 +709,8 @@ async fn a_reconnection_that_the_server_never_answers_costs_one_attempt_not_the_
     const SESSION: Duration = Duration::from_secs(6);
     let _serial = SERIAL.lock().await;
     let server = server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = bounded(
-        "connect",
-        GUARD,
-        Client::builder()
-            .session_timeout(SESSION)
-            .connect(&proxy.connect_string()),
-    )
-    .await
-    .expect("connect");
+    let (proxy, client) =
+        connect_through(&server, Client::builder().session_timeout(SESSION)).await;
     let session = client.session_id();
     client.exists("/").await.expect("exists");
 
