@@ -12,16 +12,19 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
     fs::create_dir_all(&base).unwrap();
     let me = std::process::id();
 
-    // A pid that is certainly dead: a child that has exited and been reaped.
-    let mut gone = Command::new("true").spawn().unwrap();
-    gone.wait().unwrap();
-    let dead_pid = gone.id();
+    // A pid that no process can have: Linux allocates pids below PID_MAX_LIMIT (2^22). (An
+    // exited child's pid can be handed out again, to a process or a thread, while the test
+    // runs.)
+    let dead_pid: u32 = 1 << 22;
+    assert!(
+        !std::path::Path::new(&format!("/proc/{dead_pid}")).exists(),
+        "no process has pid {dead_pid}"
+    );
 
     // An "orphaned JVM": a process whose command line names the directory. (A loop, so that
     // the shell cannot exec into its last command and lose the directory from its argv.)
     let orphan_dir = base.join(format!("reaper-test-orphan-{me}"));
     fs::create_dir_all(orphan_dir.join("server-1")).unwrap();
-    fs::write(orphan_dir.join("owner.pid"), dead_pid.to_string()).unwrap();
     let mut orphan = Command::new("sh")
         .args([
             "-c",
@@ -39,6 +42,9 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
     // A process recorded in a dead owner's directory whose command line does not name it.
     let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
     fs::write(orphan_dir.join("java.pid"), bystander.id().to_string()).unwrap();
+    // The owner last: a reaper (of any test process) skips a directory
+    // without one, so none can act on this one before its pid files are written.
+    fs::write(orphan_dir.join("owner.pid"), dead_pid.to_string()).unwrap();
 
     // A directory of a live owner (pid 1) must stay.
     let live_dir = base.join(format!("reaper-test-live-{me}"));
