@@ -784,6 +784,10 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
     let crashed_node = crashed.node_path();
     let waiting = tokio::spawn(async move { crashed.enter(None).await });
     wait_exists(&direct, &crashed_node, true, WITHIN).await;
+    // The node exists, so enter has queued its three requests; a call made now is answered
+    // after them. Once it is, X waits on its watch with nothing in flight (a reply still in
+    // flight at the cut would fail enter with ConnectionLoss instead).
+    x.client.exists("/").await.expect("exists");
 
     x.proxy.isolate();
     let entered = bounded(WITHIN, "X's enter ends with its session", waiting)
