@@ -205,6 +205,49 @@ trait Candidate {
     async fn remove_own(&mut self) -> Result<()>;
 }
 
+/// A candidate's task, spawned by [`Running::spawn`]: stopping it withdraws the candidate.
+/// Dropped, it tells the task to withdraw in the background.
+#[derive(Debug)]
+struct Running {
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<()>>>,
+}
+
+impl Running {
+    /// Spawns `run` (a [`run_candidate`] call) with the receiver that tells it to stop.
+    fn spawn<F>(run: impl FnOnce(tokio::sync::oneshot::Receiver<()>) -> F) -> Running
+    where
+        F: std::future::Future<Output = Result<()>> + Send + 'static,
+    {
+        let (shutdown, shutdown_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(run(shutdown_rx));
+        Running {
+            shutdown: Some(shutdown),
+            task: Some(task),
+        }
+    }
+
+    /// Tells the task to withdraw and waits for it: what withdrawing met, or why the task
+    /// had already ended.
+    async fn stop(&mut self) -> Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or(Err(Error::Closed)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
 /// Runs a candidate until shut down or until an error that retrying cannot cure, reporting
 /// the leadership lost whenever the session leaves `Connected`; withdraws at the end.
 async fn run_candidate<C: Candidate>(

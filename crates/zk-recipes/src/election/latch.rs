@@ -1,12 +1,11 @@
 //! The leader latch: the lowest ephemeral sequential node leads.
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result};
 
 use super::{
-    Candidate, Leadership, Reporter, Session, child_path, ensure_path, name_of, run_candidate,
+    Candidate, Leadership, Reporter, Running, Session, child_path, ensure_path, name_of,
+    run_candidate,
 };
 use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
 
@@ -28,8 +27,7 @@ const LATCH_NAME: &str = "latch-";
 #[derive(Debug)]
 pub struct LeaderLatch {
     leadership: Leadership,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<()>>>,
+    running: Running,
     attempt: String,
 }
 
@@ -39,7 +37,6 @@ impl LeaderLatch {
     /// within a tokio runtime.
     pub fn start(client: &Client, path: &str, id: impl Into<Bytes>) -> LeaderLatch {
         let (reporter, leadership) = Reporter::new();
-        let (shutdown, shutdown_rx) = oneshot::channel();
         let attempt = attempt_id();
         let driver = Driver {
             session: Session::new(client.clone()),
@@ -48,11 +45,9 @@ impl LeaderLatch {
             data: id.into(),
             own: None,
         };
-        let task = tokio::spawn(run_candidate(driver, reporter, shutdown_rx));
         LeaderLatch {
             leadership,
-            shutdown: Some(shutdown),
-            task: Some(task),
+            running: Running::spawn(|shutdown| run_candidate(driver, reporter, shutdown)),
             attempt,
         }
     }
@@ -108,22 +103,7 @@ impl LeaderLatch {
     /// While disconnected, the delete waits for the connection (bounded by the client's
     /// request timeout and by the session's end); after expiry there is nothing to delete.
     pub async fn close(mut self) -> Result<()> {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.unwrap_or(Err(Error::Closed)),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for LeaderLatch {
-    /// Leaves the election in the background (see [`close`](LeaderLatch::close)).
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
+        self.running.stop().await
     }
 }
 

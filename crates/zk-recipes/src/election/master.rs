@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use zk_proto::{Client, CreateOptions, Error, EventType, Result};
 
-use super::{Candidate, Leadership, Reporter, Session, ensure_path, parent_of, run_candidate};
+use super::{
+    Candidate, Leadership, Reporter, Running, Session, ensure_path, parent_of, run_candidate,
+};
 
 /// The head start of the previous master by default.
 pub const DEFAULT_HEAD_START: Duration = Duration::from_secs(5);
@@ -24,11 +24,12 @@ pub const DEFAULT_HEAD_START: Duration = Duration::from_secs(5);
 /// node holding its own id deleted races at once.
 ///
 /// Ids should be unique per candidate; they are compared to find the previous master.
+///
+/// Leaving is [`close`](Self::close); dropping the `MasterElection` leaves in the background.
 #[derive(Debug)]
 pub struct MasterElection {
     leadership: Leadership,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<()>>>,
+    running: Running,
 }
 
 /// Settings of a [`MasterElection`].
@@ -51,18 +52,15 @@ impl MasterElectionBuilder {
     /// Joins the election. Must be called within a tokio runtime.
     pub fn start(self, client: &Client) -> MasterElection {
         let (reporter, leadership) = Reporter::new();
-        let (shutdown, shutdown_rx) = oneshot::channel();
         let driver = Driver {
             session: Session::new(client.clone()),
             path: self.path,
             id: self.id,
             head_start: self.head_start,
         };
-        let task = tokio::spawn(run_candidate(driver, reporter, shutdown_rx));
         MasterElection {
             leadership,
-            shutdown: Some(shutdown),
-            task: Some(task),
+            running: Running::spawn(|shutdown| run_candidate(driver, reporter, shutdown)),
         }
     }
 }
@@ -128,22 +126,7 @@ impl MasterElection {
     /// While disconnected, the delete waits for the connection (bounded by the client's
     /// request timeout and by the session's end).
     pub async fn close(mut self) -> Result<()> {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.unwrap_or(Err(Error::Closed)),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for MasterElection {
-    /// Leaves the election in the background (see [`close`](MasterElection::close)).
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
+        self.running.stop().await
     }
 }
 
