@@ -207,6 +207,22 @@ fn checked(chroot: &Chroot, path: &str) -> Result<String, Error> {
     Ok(chroot.apply(path))
 }
 
+/// The chrooted `path` of a read that may leave a one-shot watch of `kind`; when `watch`,
+/// the watch is armed once the reply comes (`after`).
+fn watched(
+    chroot: &Chroot,
+    path: &str,
+    watch: bool,
+    kind: WatchKind,
+    after: &mut AfterReply,
+) -> Result<String, Error> {
+    let path = checked(chroot, path)?;
+    if watch {
+        *after = AfterReply::Watch(path.clone(), kind);
+    }
+    Ok(path)
+}
+
 fn check_ttl(mode: CreateMode, ttl: Option<i64>) -> Result<(), Error> {
     match (mode.is_ttl(), ttl) {
         (true, Some(ttl)) if (1..=MAX_TTL_MS).contains(&ttl) => Ok(()),
@@ -381,10 +397,7 @@ impl Op {
                 )
             }
             Op::Exists { path, watch } => {
-                let path = checked(chroot, &path)?;
-                if watch {
-                    after = AfterReply::Watch(path.clone(), WatchKind::Exist);
-                }
+                let path = watched(chroot, &path, watch, WatchKind::Exist, &mut after)?;
                 let body = ExistsRequest {
                     path: Some(path),
                     watch,
@@ -392,10 +405,7 @@ impl Op {
                 (OpCode::EXISTS, body.to_bytes())
             }
             Op::GetData { path, watch } => {
-                let path = checked(chroot, &path)?;
-                if watch {
-                    after = AfterReply::Watch(path.clone(), WatchKind::Data);
-                }
+                let path = watched(chroot, &path, watch, WatchKind::Data, &mut after)?;
                 let body = GetDataRequest {
                     path: Some(path),
                     watch,
@@ -432,10 +442,7 @@ impl Op {
                 .to_bytes(),
             ),
             Op::GetChildren { path, watch } => {
-                let path = checked(chroot, &path)?;
-                if watch {
-                    after = AfterReply::Watch(path.clone(), WatchKind::Child);
-                }
+                let path = watched(chroot, &path, watch, WatchKind::Child, &mut after)?;
                 let body = GetChildrenRequest {
                     path: Some(path),
                     watch,
@@ -443,10 +450,7 @@ impl Op {
                 (OpCode::GET_CHILDREN, body.to_bytes())
             }
             Op::GetChildren2 { path, watch } => {
-                let path = checked(chroot, &path)?;
-                if watch {
-                    after = AfterReply::Watch(path.clone(), WatchKind::Child);
-                }
+                let path = watched(chroot, &path, watch, WatchKind::Child, &mut after)?;
                 let body = GetChildren2Request {
                     path: Some(path),
                     watch,
