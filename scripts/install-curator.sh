@@ -23,28 +23,9 @@ if ! command -v apt-get >/dev/null 2>&1; then
     echo "install-curator: CURATOR_CLASSPATH at its jars." >&2
     exit 1
 fi
-
-SUDO=()
-if [[ "$(id -u)" -ne 0 ]]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO=(sudo)
-    else
-        echo "install-curator: not root and sudo is not available; run as root:" >&2
-        echo "  apt-get install -y ${PACKAGES[*]}" >&2
-        exit 1
-    fi
-fi
-
-APT_OPTS=(-o DPkg::Lock::Timeout=300)
-install() {
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends "${PACKAGES[@]}"
-}
-# Try with the current package lists first; refresh them only if that fails.
-if ! install; then
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" update -q
-    install
-fi
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "$0")/apt-install.sh"
+apt_install install-curator "${PACKAGES[@]}"
 for jar in curator-recipes.jar curator-framework.jar curator-client.jar; do
     if [[ ! -f "$JAR_DIR/$jar" ]]; then
         echo "install-curator: still missing after install: $JAR_DIR/$jar" >&2

@@ -32,25 +32,10 @@ if ! command -v apt-get >/dev/null 2>&1; then
     exit 1
 fi
 
-SUDO=()
-if [[ "$(id -u)" -ne 0 ]]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO=(sudo)
-    else
-        echo "install-deps: not root and sudo is not available; run as root:" >&2
-        echo "install-deps:   apt-get update && apt-get install -y ${PACKAGES[*]}" >&2
-        exit 1
-    fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-APT_OPTS=(-o DPkg::Lock::Timeout=300)
-
-echo "install-deps: running: ${SUDO[*]:+${SUDO[*]} }apt-get update"
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" update -q
-echo "install-deps: running: ${SUDO[*]:+${SUDO[*]} }apt-get install -y --no-install-recommends ${PACKAGES[*]}"
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends "${PACKAGES[@]}"
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "$0")/apt-install.sh"
+apt_update install-deps
+apt_install install-deps "${PACKAGES[@]}"
 
 still_missing=()
 command -v java >/dev/null 2>&1 || still_missing+=("java")
