@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use zk_proto::{Client, CreateOptions, Error, Result, SessionState};
 
-pub use latch::{LeaderLatch, current_leader};
+pub use latch::{LATCH_NAME, LeaderLatch, current_leader};
 pub use master::{DEFAULT_HEAD_START, MasterElection, MasterElectionBuilder, current_master};
 pub use once::{OneShotOutcome, elect_once, wait_until_gone};
 pub use run::{RunOnceOutcome, RunOutcome, run_once, run_while_leading};

@@ -1,18 +1,28 @@
 //! Distributed locks on ephemeral-sequential nodes: a mutex ([`Lock`]), a read-write lock
-//! ([`ReadWriteLock`]) and a counting semaphore ([`Semaphore`]), with node names compatible
-//! with Apache Curator's `InterProcessMutex` and `InterProcessReadWriteLock`.
+//! ([`ReadWriteLock`]) and a counting semaphore ([`Semaphore`]).
+//!
+//! **Curator compatibility.** The mutex and the read-write lock interoperate with Apache
+//! Curator 5's `InterProcessMutex` and `InterProcessReadWriteLock` on the same path: the same
+//! node names (`_c_<uuid>-lock-<seq>`; `_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>`),
+//! the same order of the children and the same rule of who holds (see
+//! [`sort_like_curator`](crate::sequential::sort_like_curator)). The [`Semaphore`] is this
+//! crate's own design and is **not** compatible with Curator's semaphores.
 //!
 //! The design, the round-trip counts and the failure cases are described in
 //! `docs/recipes-lock.md`. In short:
 //!
 //! - every contender creates `<path>/_c_<uuid>-<name><seq>` (ephemeral, sequential) and lists
 //!   the children in the same round trip (the two requests are sent back to back);
-//! - the contenders are ordered by sequence number; the lowest holds a mutex;
-//! - a waiter watches only the node it waits for (its immediate blocking predecessor), and when
-//!   that node was the only one in its way, its deletion alone grants the lock (no new listing);
-//! - a waiter also watches the node before its predecessor: when that one goes, it lists again
-//!   while its predecessor takes the lock, so that it learns in time that its predecessor is
-//!   the last node in its way and then takes the lock on the deletion alone;
+//! - the children are ordered as Curator orders them: every child of the path, by the text
+//!   after the lock name (for the recipes' nodes, the sequence number); a mutex or write-lock
+//!   contender holds when it is first, a reader when no write node is before it;
+//! - a waiter watches the node it waits for (its immediate predecessor; for a reader, the
+//!   nearest write node before it), and when that node is the only one in its way, its
+//!   deletion alone grants the lock (no new listing);
+//! - when that node is not the only one in its way, the waiter also watches the node just
+//!   before it: when that one goes, the waiter lists again while its predecessor takes the
+//!   lock, so that it learns in time that its predecessor is the last node in its way and
+//!   then takes the lock on the deletion alone. A deletion thus wakes at most two waiters;
 //! - a lost create reply is recovered by finding the node by its per-attempt `<uuid>`;
 //! - a cancelled, failed or timed-out acquire deletes its node;
 //! - the held lock is a [`LockGuard`] that tells when the session (and so possibly the lock) is
@@ -44,14 +54,19 @@ enum Watched {
 }
 
 use crate::cleanup::{delete_retrying, withdraw};
-use crate::sequential::{attempt_id, is_own_node, protected_name, sequence_of, sort_by_sequence};
+use crate::sequential::{
+    attempt_id, curator_sort_key, is_own_node, protected_name, sequence_of, sort_by_sequence,
+    sort_like_curator,
+};
 
-/// The node name Curator's `InterProcessMutex` uses (`_c_<uuid>-lock-<seq>`).
+/// The node name Curator's `InterProcessMutex` uses (`LOCK_NAME`; `_c_<uuid>-lock-<seq>`).
 pub const MUTEX_NAME: &str = "lock-";
-/// The node name of the read side of Curator's `InterProcessReadWriteLock`.
+/// The node name of the read side of Curator's `InterProcessReadWriteLock`
+/// (`READ_LOCK_NAME`; `_c_<uuid>-__READ__<seq>`).
 pub const READ_NAME: &str = "__READ__";
-/// The node name of the write side of Curator's `InterProcessReadWriteLock`.
-pub const WRITE_NAME: &str = "__WRITE__";
+/// The node name of the write side of Curator's `InterProcessReadWriteLock`
+/// (`WRITE_LOCK_NAME`; `_c_<uuid>-__WRIT__<seq>`: Curator keeps both names the same length).
+pub const WRITE_NAME: &str = "__WRIT__";
 /// The node name of this crate's [`Semaphore`] leases (not compatible with Curator's
 /// semaphores).
 pub const LEASE_NAME: &str = "lease-";
@@ -93,29 +108,36 @@ enum Rule {
     Permits(usize),
 }
 
-/// One kind of contender: its node name and its rule.
+/// One kind of contender: its node name, its rule, and which children form its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Kind {
     name: &'static str,
     rule: Rule,
-    /// The node names taking part in the same queue (others are ignored).
-    participants: &'static [&'static str],
+    /// The lock names stripped from a child's name to sort it (Curator's `fixForSorting`):
+    /// the recipe's own, and for the read-write lock the names of both sides.
+    sort_names: &'static [&'static str],
+    /// Every child of the path is in the queue, as in Curator's recipes; otherwise only the
+    /// children named `name` with a sequence number (this crate's semaphore).
+    every_child: bool,
 }
 
 const MUTEX: Kind = Kind {
     name: MUTEX_NAME,
     rule: Rule::Exclusive,
-    participants: &[MUTEX_NAME],
+    sort_names: &[MUTEX_NAME],
+    every_child: true,
 };
 const READ: Kind = Kind {
     name: READ_NAME,
     rule: Rule::Read,
-    participants: &[READ_NAME, WRITE_NAME],
+    sort_names: &[READ_NAME, WRITE_NAME],
+    every_child: true,
 };
 const WRITE: Kind = Kind {
     name: WRITE_NAME,
     rule: Rule::Exclusive,
-    participants: &[READ_NAME, WRITE_NAME],
+    sort_names: &[READ_NAME, WRITE_NAME],
+    every_child: true,
 };
 
 /// What a contender does after a listing.
@@ -123,10 +145,11 @@ const WRITE: Kind = Kind {
 enum Decision {
     /// It holds the lock.
     Acquired,
-    /// It waits for `node` to go; `last`: that node is the only one in its way, so its
-    /// deletion grants the lock (sequence numbers only grow, so no earlier node can appear).
-    /// `before`: the node just before `node` (any kind), watched too when `node` is not the
-    /// last, because its deletion may make `node` the last.
+    /// It waits for `node` to go: its immediate predecessor (mutex, write lock) or the
+    /// nearest write node before it (read lock). `last`: that node is the only one in its way,
+    /// so its deletion grants the lock (sequence numbers only grow, so no node created later
+    /// sorts before ours). `before`: the child just before `node` in the queue (any kind),
+    /// watched too when `node` is not the last, because its deletion may make `node` the last.
     Watch {
         node: String,
         last: bool,
@@ -138,44 +161,61 @@ enum Decision {
     Missing,
 }
 
-/// Whether `name` ends with a sequence number the server formatted after its counter wrapped
-/// (a negative number: `-000000005`, `-2147483648`, or a value above `i32::MAX`).
-fn is_wrapped(name: &str) -> bool {
-    let Some(tail) = name.len().checked_sub(10).and_then(|i| name.get(i..)) else {
-        return false;
-    };
-    let all_digits = tail.bytes().all(|b| b.is_ascii_digit());
-    let negative = tail.starts_with('-') && tail[1..].bytes().all(|b| b.is_ascii_digit());
-    negative || (all_digits && sequence_of(name).is_none())
+/// Whether the sort key of a recipe's node (the text after its name) is a sequence number
+/// the server formatted after the parent's counter wrapped: a negative number (`-000000005`,
+/// `-2147483648`), or ten digits above `i32::MAX`.
+fn is_wrapped(key: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match key.strip_prefix('-') {
+        Some(rest) => matches!(rest.len(), 9 | 10) && digits(rest),
+        None => {
+            key.len() == 10
+                && digits(key)
+                && key.parse::<i64>().is_ok_and(|v| v > i64::from(i32::MAX))
+        }
+    }
+}
+
+/// The queue of a listing, in order.
+///
+/// For the Curator recipes this is Curator's own order: every child, sorted by
+/// [`sort_like_curator`] with the kind's lock names. For the semaphore, only the children
+/// named [`LEASE_NAME`] with a sequence number, by that number. A node with a recipe's name
+/// and a wrapped sequence number stops the decision ([`LockError::SequenceWrapped`]).
+fn queue_of(kind: Kind, children: &[String]) -> Result<Vec<&String>> {
+    let mut queue: Vec<&String> = Vec::with_capacity(children.len());
+    for child in children {
+        let key = curator_sort_key(child, kind.sort_names);
+        if kind.sort_names.iter().any(|name| child.contains(name)) && is_wrapped(key) {
+            return Err(LockError::SequenceWrapped {
+                child: child.clone(),
+            });
+        }
+        let sequential = key.len() == 10 && key.bytes().all(|b| b.is_ascii_digit());
+        if kind.every_child || (child.contains(kind.name) && sequential) {
+            queue.push(child);
+        }
+    }
+    sort_like_curator(&mut queue, kind.sort_names);
+    Ok(queue)
 }
 
 /// Decides from a listing. `own` is the contender's node name (without the parent).
+///
+/// The rules are Curator's (`StandardLockInternalsDriver.getsTheLock` and the read predicate
+/// of `InterProcessReadWriteLock`): a mutex or write-lock contender holds when it is first in
+/// the queue; a reader holds when no child whose name contains [`WRITE_NAME`] is before it; a
+/// semaphore contender holds when fewer than `permits` nodes are before it.
 fn decide(kind: Kind, children: &[String], own: &str) -> Result<Decision> {
-    let mut queue: Vec<String> = Vec::with_capacity(children.len());
-    for child in children {
-        if !kind.participants.iter().any(|p| child.contains(p)) {
-            continue;
-        }
-        if sequence_of(child).is_none() {
-            if is_wrapped(child) {
-                return Err(LockError::SequenceWrapped {
-                    child: child.clone(),
-                });
-            }
-            // Not a sequential node: not a contender.
-            continue;
-        }
-        queue.push(child.clone());
-    }
-    sort_by_sequence(&mut queue);
-    let Some(index) = queue.iter().position(|c| c == own) else {
+    let queue = queue_of(kind, children)?;
+    let Some(index) = queue.iter().position(|c| c.as_str() == own) else {
         return Ok(Decision::Missing);
     };
     let before = &queue[..index];
     // The node just before `node` in the queue, if `node` is not the last one in the way.
-    let before_of = |node: &String, last: bool| {
-        let at = before.iter().position(|c| c == node)?;
-        (!last && at > 0).then(|| before[at - 1].clone())
+    let before_of = |node: &str, last: bool| {
+        let at = before.iter().position(|c| c.as_str() == node)?;
+        (!last && at > 0).then(|| before[at - 1].to_string())
     };
     match kind.rule {
         Rule::Exclusive => Ok(match before.last() {
@@ -183,21 +223,23 @@ fn decide(kind: Kind, children: &[String], own: &str) -> Result<Decision> {
             Some(node) => {
                 let last = before.len() == 1;
                 Decision::Watch {
-                    node: node.clone(),
+                    node: node.to_string(),
                     last,
                     before: before_of(node, last),
                 }
             }
         }),
         Rule::Read => {
+            // Any write node before ours blocks; we watch the nearest one (Curator watches
+            // the first, and lists again at each deletion).
             let mut writers = before.iter().filter(|c| c.contains(WRITE_NAME));
-            let first = writers.next_back();
-            Ok(match first {
+            let nearest = writers.next_back();
+            Ok(match nearest {
                 None => Decision::Acquired,
                 Some(node) => {
                     let last = writers.next().is_none();
                     Decision::Watch {
-                        node: node.clone(),
+                        node: node.to_string(),
                         last,
                         before: before_of(node, last),
                     }
@@ -695,7 +737,9 @@ impl Drop for LockGuard {
     }
 }
 
-/// A distributed mutex (Curator's `InterProcessMutex` names: `<path>/_c_<uuid>-lock-<seq>`).
+/// A distributed mutex, compatible with Apache Curator's `InterProcessMutex` on the same
+/// path: `<path>/_c_<uuid>-lock-<seq>` nodes in Curator's order (every child of the path,
+/// sorted by the text after `lock-`); the first holds the lock.
 ///
 /// Not re-entrant: a second acquire from the same process waits behind the first like any
 /// other contender. The lock's parent node is created as a container node when missing.
@@ -780,9 +824,16 @@ impl Lock {
     }
 }
 
-/// A distributed read-write lock (Curator's `InterProcessReadWriteLock` names: `__READ__` and
-/// `__WRITE__` nodes under one path). Readers share the lock unless a writer is queued before
-/// them; a writer waits for every earlier node. Grants are in node order.
+/// A distributed read-write lock, compatible with Apache Curator's
+/// `InterProcessReadWriteLock` on the same path: `_c_<uuid>-__READ__<seq>` and
+/// `_c_<uuid>-__WRIT__<seq>` nodes under one path, in Curator's order (every child of the
+/// path, sorted by the text after `__READ__` / `__WRIT__`).
+///
+/// A reader holds the lock when no write node (a child whose name contains `__WRIT__`, of
+/// either library) is before it, so readers share the lock and a reader queued behind a
+/// writer waits for it (writers do not starve); a writer holds it when it is first among all
+/// the children. Grants are in node order. Unlike Curator's, the lock is not re-entrant (a
+/// holder of the write lock does not get the read lock for free).
 #[derive(Debug, Clone)]
 pub struct ReadWriteLock {
     read: Lock,
@@ -816,9 +867,11 @@ impl ReadWriteLock {
 /// A counting semaphore: at most `permits` leases at a time, granted in node order
 /// (`<path>/_c_<uuid>-lease-<seq>`; the first `permits` nodes hold a lease).
 ///
-/// Simpler than Curator's `InterProcessSemaphoreV2` (not compatible with it): all contenders
-/// must agree on `permits`. A waiter watches the children (so every release wakes every
-/// waiter: fine for the small queues semaphores usually have).
+/// **Not compatible with Apache Curator**: this is this crate's own design, simpler than
+/// Curator's `InterProcessSemaphoreV2` (a lock plus lease nodes, under `locks/` and `leases/`)
+/// and `InterProcessSemaphoreMutex`; a Curator semaphore and this one on the same path do not
+/// see each other. All contenders must agree on `permits`. A waiter watches the children (so
+/// every release wakes every waiter: fine for the small queues semaphores usually have).
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     lock: Lock,
@@ -830,7 +883,8 @@ impl Semaphore {
         let kind = Kind {
             name: LEASE_NAME,
             rule: Rule::Permits(permits.max(1)),
-            participants: &[LEASE_NAME],
+            sort_names: &[LEASE_NAME],
+            every_child: false,
         };
         Semaphore {
             lock: Lock {
@@ -873,6 +927,11 @@ impl Semaphore {
         self.lock.acquire_timeout(timeout).await
     }
 }
+
+/// The Curator programs' runner of the interop tests, for the ordering oracle below.
+#[cfg(test)]
+#[path = "../tests/curator_support/java.rs"]
+mod curator_java;
 
 #[cfg(test)]
 mod tests {
@@ -944,9 +1003,9 @@ mod tests {
     fn readers_wait_only_for_writers() {
         let children = names(&[
             "_c_a-__READ__0000000001",
-            "_c_b-__WRITE__0000000002",
+            "_c_b-__WRIT__0000000002",
             "_c_c-__READ__0000000003",
-            "_c_d-__WRITE__0000000004",
+            "_c_d-__WRIT__0000000004",
             "_c_e-__READ__0000000005",
         ]);
         assert_eq!(
@@ -954,7 +1013,7 @@ mod tests {
             Ok(Decision::Acquired)
         );
         assert_eq!(
-            decide(WRITE, &children, "_c_b-__WRITE__0000000002"),
+            decide(WRITE, &children, "_c_b-__WRIT__0000000002"),
             Ok(Decision::Watch {
                 node: "_c_a-__READ__0000000001".into(),
                 last: true,
@@ -964,7 +1023,7 @@ mod tests {
         assert_eq!(
             decide(READ, &children, "_c_c-__READ__0000000003"),
             Ok(Decision::Watch {
-                node: "_c_b-__WRITE__0000000002".into(),
+                node: "_c_b-__WRIT__0000000002".into(),
                 last: true,
                 before: None,
             })
@@ -972,10 +1031,124 @@ mod tests {
         assert_eq!(
             decide(READ, &children, "_c_e-__READ__0000000005"),
             Ok(Decision::Watch {
-                node: "_c_d-__WRITE__0000000004".into(),
+                node: "_c_d-__WRIT__0000000004".into(),
                 last: false,
                 before: Some("_c_c-__READ__0000000003".into()),
             })
+        );
+    }
+
+    /// A node name as Curator 5's `withProtection()` creates it: `_c_<uuid>-<name><seq>`.
+    fn curator(uuid_tail: u32, name: &str, seq: u32) -> String {
+        format!("_c_2f1c4a9e-6b1d-4f3a-9c2e-{uuid_tail:012x}-{name}{seq:010}")
+    }
+
+    fn watch(node: &str, last: bool, before: Option<&str>) -> Result<Decision> {
+        Ok(Decision::Watch {
+            node: node.to_owned(),
+            last,
+            before: before.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn node_names_are_curators() {
+        // InterProcessMutex.LOCK_NAME, InterProcessReadWriteLock.READ_LOCK_NAME and
+        // WRITE_LOCK_NAME (Curator 5.4).
+        assert_eq!(MUTEX_NAME, "lock-");
+        assert_eq!(READ_NAME, "__READ__");
+        assert_eq!(WRITE_NAME, "__WRIT__");
+    }
+
+    #[test]
+    fn a_curator_writer_blocks_our_readers_and_writers() {
+        let (reader, writer) = (curator(1, "__READ__", 1), curator(2, "__WRIT__", 2));
+        let (our_reader, our_writer) = (curator(3, READ_NAME, 3), curator(4, WRITE_NAME, 4));
+        let children = vec![
+            our_writer.clone(),
+            reader.clone(),
+            our_reader.clone(),
+            writer.clone(),
+        ];
+        // A reader is blocked by any writer before it (InterProcessReadWriteLock's read
+        // predicate), whichever library created it.
+        assert_eq!(
+            decide(READ, &children, &our_reader),
+            watch(&writer, true, None)
+        );
+        // A writer holds only at index 0 of all the sorted children.
+        assert_eq!(
+            decide(WRITE, &children, &our_writer),
+            watch(&our_reader, false, Some(&writer))
+        );
+        assert_eq!(decide(READ, &children, &reader), Ok(Decision::Acquired));
+    }
+
+    #[test]
+    fn our_writer_blocks_curator_readers_queued_after_it() {
+        // Curator sorts by the text after `__READ__` / `__WRIT__`: our writer must sort by its
+        // sequence number among Curator's nodes, so that a Curator reader after it waits.
+        let our_writer = curator(1, WRITE_NAME, 7);
+        let reader = curator(2, "__READ__", 8);
+        let mut children = vec![reader.clone(), our_writer.clone()];
+        sort_like_curator(&mut children, &[READ_NAME, WRITE_NAME]);
+        assert_eq!(children, [our_writer.clone(), reader.clone()]);
+        assert_eq!(
+            decide(READ, &children, &reader),
+            watch(&our_writer, true, None)
+        );
+    }
+
+    #[test]
+    fn every_child_takes_part_in_curators_order() {
+        // LockInternals.getSortedChildren sorts every child by the text after the last
+        // occurrence of the lock name (the whole name when it has none), as Java strings.
+        let (a, b) = (curator(1, "lock-", 5), "lock-0000000003".to_owned());
+        let children = names(&["zz-notes", &a, "0000000004", &b]);
+        let mut sorted = children.clone();
+        sort_like_curator(&mut sorted, &[MUTEX_NAME]);
+        assert_eq!(sorted, names(&[&b, "0000000004", &a, "zz-notes"]));
+        // The foreign "0000000004" sorts before `a` and is in its way, as for Curator.
+        assert_eq!(
+            decide(MUTEX, &children, &a),
+            watch("0000000004", false, Some(&b))
+        );
+        // A child named just "lock-" sorts first (empty key) and blocks everyone.
+        let children = names(&[&a, "lock-"]);
+        assert_eq!(decide(MUTEX, &children, &a), watch("lock-", true, None));
+    }
+
+    #[test]
+    fn read_write_order_strips_both_names() {
+        // SortingLockInternalsDriver strips `__READ__`, then `__WRIT__`: readers and writers
+        // sort together by number; the old `__WRITE__` name matches neither and sorts after
+        // every number, and it is not a writer.
+        let legacy = curator(1, "__WRITE__", 1);
+        let reader = curator(2, READ_NAME, 2);
+        let writer = curator(3, WRITE_NAME, 3);
+        let foreign = "0000000000".to_owned();
+        let children = vec![
+            legacy.clone(),
+            writer.clone(),
+            reader.clone(),
+            foreign.clone(),
+        ];
+        let mut sorted = children.clone();
+        sort_like_curator(&mut sorted, &[READ_NAME, WRITE_NAME]);
+        assert_eq!(
+            sorted,
+            [
+                foreign.clone(),
+                reader.clone(),
+                writer.clone(),
+                legacy.clone()
+            ]
+        );
+        // The foreign node is not a writer: the reader holds; the writer waits for both.
+        assert_eq!(decide(READ, &children, &reader), Ok(Decision::Acquired));
+        assert_eq!(
+            decide(WRITE, &children, &writer),
+            watch(&reader, false, Some(&foreign))
         );
     }
 
@@ -984,7 +1157,8 @@ mod tests {
         let kind = Kind {
             name: LEASE_NAME,
             rule: Rule::Permits(2),
-            participants: &[LEASE_NAME],
+            sort_names: &[LEASE_NAME],
+            every_child: false,
         };
         let children = names(&[
             "_c_a-lease-0000000001",
@@ -999,5 +1173,153 @@ mod tests {
             decide(kind, &children, "_c_c-lease-0000000003"),
             Ok(Decision::WatchChildren)
         );
+    }
+
+    /// One random listing for the oracle: Curator's and our nodes of every recipe, with and
+    /// without the protected prefix, and foreign children sorting before, between and after
+    /// them. Returns the own node of `recipe` and the children (distinct names).
+    fn random_listing(rng: &mut fastrand::Rng, recipe: &str) -> (String, Vec<String>) {
+        const FOREIGN: &[&str] = &[
+            "junk",
+            "lock-",
+            "__READ__",
+            "__WRIT__",
+            "latch-",
+            "0",
+            "0000000004",
+            "00000000005",
+            "-000000003",
+            "9",
+            "leader",
+            "Zebra",
+            "my-lock-notes",
+            "x__WRIT__y",
+            "\u{e9}-lock-9",
+            "\u{1F600}",
+            "\u{FFFD}",
+        ];
+        let own_name = match recipe {
+            "mutex" => MUTEX_NAME,
+            "read" => READ_NAME,
+            "write" => WRITE_NAME,
+            _ => crate::election::LATCH_NAME,
+        };
+        let node_names = [
+            MUTEX_NAME,
+            READ_NAME,
+            WRITE_NAME,
+            crate::election::LATCH_NAME,
+            "__WRITE__",
+        ];
+        let mut seqs = std::collections::HashSet::new();
+        let mut node = |rng: &mut fastrand::Rng, name: &str| {
+            let seq = loop {
+                // Small numbers too, so that the foreign digit names fall in between.
+                let seq = if rng.bool() {
+                    rng.u32(0..20)
+                } else {
+                    rng.u32(0..=i32::MAX as u32)
+                };
+                if seqs.insert(seq) {
+                    break seq;
+                }
+            };
+            if rng.u8(0..4) == 0 {
+                format!("{name}{seq:010}")
+            } else {
+                format!("{}{seq:010}", protected_name(&attempt_id(), name))
+            }
+        };
+        let own = node(rng, own_name);
+        let mut children = vec![own.clone()];
+        for _ in 0..rng.usize(0..12) {
+            let child = if rng.u8(0..4) == 0 {
+                FOREIGN[rng.usize(..FOREIGN.len())].to_owned()
+            } else if rng.bool() {
+                node(rng, own_name)
+            } else {
+                let name = node_names[rng.usize(..node_names.len())];
+                node(rng, name)
+            };
+            if !children.contains(&child) {
+                children.push(child);
+            }
+        }
+        rng.shuffle(&mut children);
+        (own, children)
+    }
+
+    /// The order and the grants of random listings equal those of Curator 5's own code
+    /// (`tests/curator/CuratorOrder.java` runs `LockInternals.getSortedChildren` and the
+    /// drivers' `getsTheLock` on the same listings): for the mutex, both sides of the
+    /// read-write lock and the leader latch.
+    #[test]
+    fn ordering_and_grants_equal_curators() {
+        use std::io::Write as _;
+
+        const CASES: usize = 600;
+        let mut rng = fastrand::Rng::with_seed(0x5eed_c0de);
+        let recipes = ["mutex", "read", "write", "latch"];
+        let cases: Vec<(&str, String, Vec<String>)> = (0..CASES)
+            .map(|i| {
+                let recipe = recipes[i % recipes.len()];
+                let (own, children) = random_listing(&mut rng, recipe);
+                (recipe, own, children)
+            })
+            .collect();
+        let mut input = String::new();
+        for (recipe, own, children) in &cases {
+            input.push_str(&format!("{recipe}\t{own}\t{}\n", children.join("\t")));
+        }
+        let mut java = curator_java::curator_program("CuratorOrder")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start java CuratorOrder");
+        java.stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write the cases");
+        let output = java.wait_with_output().expect("java output");
+        assert!(output.status.success(), "java CuratorOrder failed");
+        let stdout = String::from_utf8(output.stdout).expect("utf-8");
+        let replies: Vec<&str> = stdout.lines().collect();
+        assert_eq!(replies.len(), CASES);
+
+        for ((recipe, own, children), reply) in cases.iter().zip(replies) {
+            let (sorted, verdict) = reply.split_once("\t|\t").expect("reply");
+            let curator_order: Vec<&str> = sorted.split('\t').collect();
+            let (holds, watch) = verdict.split_once('\t').expect("verdict");
+            let holds = holds == "true";
+            let context = format!("{recipe} {own} in {children:?}");
+            if *recipe == "latch" {
+                let mut ours = children.clone();
+                sort_like_curator(&mut ours, &[crate::election::LATCH_NAME]);
+                assert_eq!(ours, curator_order, "latch order: {context}");
+                continue;
+            }
+            let kind = match *recipe {
+                "mutex" => MUTEX,
+                "read" => READ,
+                _ => WRITE,
+            };
+            let ours = queue_of(kind, children).expect("no wrapped sequence");
+            assert_eq!(ours, curator_order, "order: {context}");
+            match decide(kind, children, own).expect("decide") {
+                Decision::Acquired => assert!(holds, "we hold, Curator does not: {context}"),
+                Decision::Watch { node, .. } => {
+                    assert!(!holds, "Curator holds, we wait: {context}");
+                    if kind.rule == Rule::Exclusive {
+                        // Both watch the immediate predecessor.
+                        assert_eq!(node, watch, "watched node: {context}");
+                    } else {
+                        // We watch the nearest writer before us, Curator the first one.
+                        assert!(node.contains(WRITE_NAME) && watch.contains(WRITE_NAME));
+                    }
+                }
+                other => panic!("{other:?}: {context}"),
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the recipes built on sequential nodes: sequence numbers, Curator-compatible
-//! "protected" names, and finding one's own node again after a lost create reply.
+//! "protected" names and ordering, and finding one's own node again after a lost create reply.
 
+use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 /// The prefix Curator puts before a protected node's id (`_c_<uuid>-<name>`).
@@ -61,6 +62,51 @@ pub fn sort_by_sequence(children: &mut [String]) {
     });
 }
 
+/// The key by which Apache Curator's lock recipes sort a child: the text after the last
+/// occurrence of the lock name (the whole name when it does not occur), with each of
+/// `lock_names` stripped in turn.
+///
+/// This is `StandardLockInternalsDriver.fixForSorting` (Curator 5.4); `InterProcessMutex` and
+/// `LeaderLatch` strip one name (`lock-`, `latch-`), `InterProcessReadWriteLock` strips
+/// `__READ__` then `__WRIT__`. For a node of the recipe the key is its 10-digit sequence
+/// number, whatever the protected prefix `_c_<uuid>-` before the name.
+pub fn curator_sort_key<'a>(child: &'a str, lock_names: &[&str]) -> &'a str {
+    let mut key = child;
+    for name in lock_names {
+        if let Some(at) = key.rfind(name) {
+            key = &key[at + name.len()..];
+        }
+    }
+    key
+}
+
+/// Compares as Java's `String.compareTo`: by UTF-16 code units (which orders characters
+/// above U+FFFF before U+E000..U+FFFF, unlike a byte comparison of UTF-8).
+fn java_string_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return a.cmp(b);
+    }
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// Sorts `children` exactly as Curator's `LockInternals.getSortedChildren` does for a recipe
+/// whose node names are `lock_names`: every child takes part, ordered by
+/// [`curator_sort_key`] compared as Java strings, with a stable sort (children with equal
+/// keys keep their order, as with Java's `Collections.sort`).
+///
+/// For the recipe's own nodes this is the order of their sequence numbers. A child without
+/// the name sorts by its whole name: after every sequence number when its name starts with a
+/// character above `9` (a letter, `_`), before them when it starts with a digit or with
+/// `-`, `.`, and a child named just the lock name (an empty key) sorts first.
+pub fn sort_like_curator<T: AsRef<str>>(children: &mut [T], lock_names: &[&str]) {
+    children.sort_by(|a, b| {
+        java_string_cmp(
+            curator_sort_key(a.as_ref(), lock_names),
+            curator_sort_key(b.as_ref(), lock_names),
+        )
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +148,52 @@ mod tests {
                 "_c_0000-lock-0000000010",
                 "junk"
             ]
+        );
+    }
+
+    #[test]
+    fn curator_keys_strip_each_lock_name_in_turn() {
+        assert_eq!(
+            curator_sort_key("_c_0f-__READ__0000000003", &["__READ__", "__WRIT__"]),
+            "0000000003"
+        );
+        assert_eq!(
+            curator_sort_key("_c_0f-__WRIT__0000000004", &["__READ__", "__WRIT__"]),
+            "0000000004"
+        );
+        // Not a `__WRIT__` name: kept whole.
+        assert_eq!(
+            curator_sort_key("_c_0f-__WRITE__0000000005", &["__READ__", "__WRIT__"]),
+            "_c_0f-__WRITE__0000000005"
+        );
+        assert_eq!(curator_sort_key("lock-", &["lock-"]), "");
+        assert_eq!(
+            curator_sort_key("lock-lock-0000000001", &["lock-"]),
+            "0000000001"
+        );
+    }
+
+    #[test]
+    fn curator_order_compares_like_java_strings() {
+        // U+1F600 is a surrogate pair in UTF-16 (0xD83D ...), which sorts before U+FFFD; in
+        // UTF-8 bytes it would sort after.
+        let mut children = vec![
+            "\u{FFFD}".to_owned(),
+            "\u{1F600}".to_owned(),
+            "b".to_owned(),
+        ];
+        sort_like_curator(&mut children, &["lock-"]);
+        assert_eq!(children, ["b", "\u{1F600}", "\u{FFFD}"]);
+        let mut children = vec![
+            "zz".to_owned(),
+            "_c_ab-lock-0000000002".to_owned(),
+            "0".to_owned(),
+            "lock-0000000001".to_owned(),
+        ];
+        sort_like_curator(&mut children, &["lock-"]);
+        assert_eq!(
+            children,
+            ["0", "lock-0000000001", "_c_ab-lock-0000000002", "zz"]
         );
     }
 }

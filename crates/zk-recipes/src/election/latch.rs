@@ -7,17 +7,20 @@ use super::{
     Candidate, Leadership, Reporter, Running, Session, child_path, ensure_path, name_of,
     run_candidate,
 };
-use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
+use crate::sequential::{attempt_id, is_own_node, protected_name, sort_like_curator};
 
-/// The name Curator's `LeaderLatch` gives its nodes (after the protected prefix).
-const LATCH_NAME: &str = "latch-";
+/// The name Curator's `LeaderLatch` gives its nodes (`LOCK_NAME`, after the protected prefix
+/// `_c_<uuid>-`).
+pub const LATCH_NAME: &str = "latch-";
 
 /// A candidate in a leader election where the lowest sequential node leads.
 ///
 /// [`start`](Self::start) spawns a task that creates an ephemeral sequential node
-/// `<path>/_c_<uuid>-latch-<seq>` holding the candidate's id (the names of Curator's
-/// `LeaderLatch`, so both can run in the same election), and watches the node just before
-/// its own. The candidate leads while its node is the lowest **and** its client is
+/// `<path>/_c_<uuid>-latch-<seq>` holding the candidate's id, and watches the node just before
+/// its own. It is compatible with Apache Curator's `LeaderLatch` on the same path: the same
+/// names and data (the participant id), and Curator's order (every child of the path, sorted
+/// by the text after `latch-`; the first leads), so Rust and Java candidates share one
+/// election. The candidate leads while its node is the lowest **and** its client is
 /// `Connected`: leadership is reported lost as soon as the connection is lost (see the
 /// [module documentation](super)), and again when the connection is back with the session.
 ///
@@ -150,7 +153,7 @@ impl Candidate for Driver {
             Err(error) => return Err(error),
         };
         let (own_stat, own_watch) = own_exists.await?;
-        sort_by_sequence(&mut children);
+        sort_like_curator(&mut children, &[LATCH_NAME]);
         let position = children.iter().position(|c| c == name_of(&own));
         let (Some(position), Some(_)) = (position, own_stat) else {
             // Our node is gone (deleted by someone else): take a new place.
@@ -252,7 +255,8 @@ impl Driver {
 }
 
 /// The current leader of the latch election under `path`: its node name and its id (the
-/// node's data); `None` when there is no candidate.
+/// node's data); `None` when there is no candidate. The first child in Curator's order, as
+/// Curator's `LeaderLatch.getLeader` reads it.
 ///
 /// # Errors
 ///
@@ -272,7 +276,7 @@ pub async fn current_leader(client: &Client, path: &str) -> Result<Option<(Strin
             Err(Error::NoNode) => return Ok(None),
             Err(error) => return Err(error),
         };
-        sort_by_sequence(&mut children);
+        sort_like_curator(&mut children, &[LATCH_NAME]);
         let Some(first) = children.into_iter().next() else {
             return Ok(None);
         };

@@ -1,0 +1,58 @@
+//! Running the Java programs of `tests/curator/` against Apache Curator: the classpath, and a
+//! `java` command that runs one program by the single-file source launch (`java Prog.java`; the
+//! JDK compiles it in memory, no build step). Shared by the interop tests (through
+//! `curator_support/mod.rs`) and the ordering unit test of `src/lock.rs`.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+
+/// The classpath of the Curator programs, or `None` when Curator is not installed
+/// (`scripts/install-curator.sh`). `CURATOR_CLASSPATH` overrides it.
+pub fn curator_classpath() -> Option<String> {
+    if let Ok(cp) = std::env::var("CURATOR_CLASSPATH") {
+        return Some(cp);
+    }
+    let dir = Path::new(zk_testkit::DEBIAN_JAR_DIR);
+    let jars = [
+        "curator-recipes.jar",
+        "curator-framework.jar",
+        "curator-client.jar",
+        "zookeeper.jar",
+        "zookeeper-jute.jar",
+        "guava.jar",
+        "slf4j-api.jar",
+        "slf4j-nop.jar",
+    ];
+    let paths: Vec<_> = jars.iter().map(|jar| dir.join(jar)).collect();
+    if !paths[0].is_file() {
+        return None;
+    }
+    let present: Vec<String> = paths
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    Some(present.join(":"))
+}
+
+/// The source of the program `name` (`tests/curator/<name>.java`).
+pub fn program_source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/curator")
+        .join(format!("{name}.java"))
+}
+
+/// `java -cp <Curator> tests/curator/<name>.java`, to which the caller adds the program's
+/// arguments. Panics (the test fails) when Java or Curator is missing.
+pub fn curator_program(name: &str) -> std::process::Command {
+    let Some(classpath) = curator_classpath() else {
+        panic!(
+            "Apache Curator is not installed: run scripts/install-curator.sh (scripts/test.sh does)"
+        );
+    };
+    let install = zk_testkit::ZkInstall::detect().expect("java");
+    let mut command = std::process::Command::new(install.java());
+    command.arg("-cp").arg(classpath).arg(program_source(name));
+    command
+}
