@@ -1,6 +1,8 @@
 //! Election recipes against a real server: 10 sessions per election, leader hand-over on
 //! close and on expiry (proxy cut), loss reported on connection loss.
 
+#[path = "curator_support/mod.rs"]
+mod curator;
 #[path = "election_support/mod.rs"]
 mod support;
 
@@ -8,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use curator::CuratorPeer;
 use support::{Candidate, candidates, connect, eventually, wait_for_state};
 use zk_proto::{Client, Error, SessionState};
 use zk_recipes::election::{
@@ -355,4 +358,108 @@ async fn one_shot_elects_one_and_run_once_runs_once() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let id = format!("r{}", ran[0]);
     assert!(recorded.iter().all(|r| r[..] == *id.as_bytes()));
+}
+
+/// Creates the marker a leader holds while it leads; `NodeExists` means another leader (of
+/// either library) is in.
+async fn enter_as_leader(client: &Client, marker: &str) {
+    let created = client
+        .create(marker, "", &zk_proto::CreateOptions::ephemeral())
+        .await;
+    assert!(created.is_ok(), "another leader is in: {created:?}");
+}
+
+/// Whether the peer's latch in `slot` leads.
+async fn java_has(java: &mut CuratorPeer, slot: &str) -> bool {
+    java.call(&format!("{slot} has")).await == "leader"
+}
+
+/// The id (node data) of the current leader of the latch election at `path`.
+async fn leader_id(client: &Client, path: &str) -> String {
+    let (_, data) = current_leader(client, path)
+        .await
+        .expect("current leader")
+        .expect("a leader");
+    String::from_utf8(data.to_vec()).expect("utf-8 id")
+}
+
+/// Curator's `LeaderLatch` and ours in one election: one leader at a time across both
+/// libraries, in the order the candidates joined, and leadership passes from one library to
+/// the other when the leader closes, both ways. Every leader creates a marker node when it
+/// starts leading and deletes it before it closes, so a second leader of either library would
+/// meet the marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_latches_share_one_election() {
+    let server = support::server().await;
+    let mut java = CuratorPeer::start(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
+    let observer = connect(&server.connect_string()).await;
+    let (path, marker) = ("/interop-latch/election", "/interop-latch-leader");
+
+    // 1. A Curator candidate leads; a Rust one and a second Curator one queue behind it.
+    java.call(&format!("j1 latch {path} java-1 {marker}")).await;
+    assert_eq!(java.call("j1 await 10000").await, "leader");
+    let rust = LeaderLatch::start(&client, path, "rust-1");
+    eventually_async(WITHIN, "the Rust candidate's node", || async {
+        children(&observer, path).await.len() == 2
+    })
+    .await;
+    java.call(&format!("j2 latch {path} java-2 {marker}")).await;
+    eventually_async(WITHIN, "the second Curator candidate's node", || async {
+        children(&observer, path).await.len() == 3
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(java_has(&mut java, "j1").await);
+    assert!(
+        !rust.is_leader(),
+        "the Rust candidate leads beside Curator's"
+    );
+    assert!(!java_has(&mut java, "j2").await);
+    assert_eq!(leader_id(&observer, path).await, "java-1");
+
+    // 2. The Curator leader closes: the Rust candidate, next in line, leads (not the second
+    // Curator candidate).
+    java.call("j1 close").await;
+    tokio::time::timeout(WITHIN, rust.await_leadership())
+        .await
+        .expect("the Rust candidate leads after Curator's leader closed")
+        .expect("leadership");
+    enter_as_leader(&client, marker).await;
+    assert_eq!(java.call("j2 await 300").await, "not-leader");
+    assert_eq!(leader_id(&observer, path).await, "rust-1");
+
+    // 3. The Rust leader closes: the Curator candidate leads.
+    client.delete(marker, None).await.expect("leave the marker");
+    rust.close().await.expect("close");
+    assert_eq!(java.call("j2 await 10000").await, "leader");
+    eventually_async(WITHIN, "Curator's leader marker", || async {
+        observer.exists(marker).await.ok().flatten().is_some()
+    })
+    .await;
+    assert_eq!(leader_id(&observer, path).await, "java-2");
+
+    // 4. And back to a new Rust candidate when that one closes.
+    let rust = LeaderLatch::start(&client, path, "rust-2");
+    eventually_async(WITHIN, "the new Rust candidate's node", || async {
+        children(&observer, path).await.len() == 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !rust.is_leader(),
+        "the Rust candidate leads beside Curator's"
+    );
+    java.call("j2 close").await;
+    tokio::time::timeout(WITHIN, rust.await_leadership())
+        .await
+        .expect("the Rust candidate leads after Curator's leader closed")
+        .expect("leadership");
+    enter_as_leader(&client, marker).await;
+    assert_eq!(leader_id(&observer, path).await, "rust-2");
+
+    // No Curator leader met another leader's marker.
+    assert_eq!(java.call("- violations").await, "violations=0");
+    rust.close().await.expect("close");
+    java.quit().await;
 }

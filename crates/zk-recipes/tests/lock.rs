@@ -1,11 +1,13 @@
 //! The lock recipes against a real ZooKeeper 3.8 server.
 
+mod curator_support;
 mod lock_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use curator_support::{CuratorPeer, curator_program};
 use lock_support::{SERIAL, connect, server, wait_children};
 use zk_proto::SessionState;
 use zk_proto::jute::OpCode;
@@ -297,7 +299,7 @@ async fn read_write_lock_excludes_writers() {
             for _ in 0..20 {
                 if i % 3 == 0 {
                     let guard = rw.write_lock().acquire().await.expect("write");
-                    assert!(guard.node().contains("__WRITE__"));
+                    assert!(guard.node().contains("-__WRIT__"));
                     if writer.swap(true, Ordering::SeqCst) || readers.load(Ordering::SeqCst) > 0 {
                         violations.fetch_add(1, Ordering::SeqCst);
                     }
@@ -358,35 +360,6 @@ async fn semaphore_bounds_the_holders() {
     assert!((1..=3).contains(&max), "max holders {max}");
 }
 
-/// The classpath of the Curator interop program, or `None` (the test fails) when Curator is not
-/// installed (`scripts/install-curator.sh`). `CURATOR_CLASSPATH` overrides it.
-fn curator_classpath() -> Option<String> {
-    if let Ok(cp) = std::env::var("CURATOR_CLASSPATH") {
-        return Some(cp);
-    }
-    let dir = std::path::Path::new(zk_testkit::DEBIAN_JAR_DIR);
-    let jars = [
-        "curator-recipes.jar",
-        "curator-framework.jar",
-        "curator-client.jar",
-        "zookeeper.jar",
-        "zookeeper-jute.jar",
-        "guava.jar",
-        "slf4j-api.jar",
-        "slf4j-nop.jar",
-    ];
-    let paths: Vec<_> = jars.iter().map(|jar| dir.join(jar)).collect();
-    if !paths[0].is_file() {
-        return None;
-    }
-    let present: Vec<String> = paths
-        .iter()
-        .filter(|p| p.is_file())
-        .map(|p| p.display().to_string())
-        .collect();
-    Some(present.join(":"))
-}
-
 /// One critical section, checked the same way as the Java side does (see
 /// `tests/curator/CuratorLock.java`): an ephemeral marker node that must not exist, and a
 /// counter incremented by a read then an unconditional write. Returns the violations and the
@@ -424,29 +397,7 @@ async fn checked_critical_section(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_contenders_share_one_lock() {
-    let Some(classpath) = curator_classpath() else {
-        panic!(
-            "Apache Curator is not installed: run scripts/install-curator.sh (scripts/test.sh does)"
-        );
-    };
     let _serial = SERIAL.lock().await;
-    let install = zk_testkit::ZkInstall::detect().expect("java");
-    let javac = install.javac().expect("javac");
-    let classes = std::env::temp_dir().join(format!("zk-lock-curator-{}", std::process::id()));
-    std::fs::create_dir_all(&classes).expect("class dir");
-    let source =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/curator/CuratorLock.java");
-    let compiled = tokio::process::Command::new(&javac)
-        .arg("-d")
-        .arg(&classes)
-        .arg("-cp")
-        .arg(&classpath)
-        .arg(&source)
-        .status()
-        .await
-        .expect("run javac");
-    assert!(compiled.success(), "javac failed");
-
     let server = server().await;
     let client = connect(&server.connect_string()).await;
     let (path, marker, counter) = ("/interop/lock", "/interop/inside", "/interop/counter");
@@ -462,10 +413,7 @@ async fn curator_and_rust_contenders_share_one_lock() {
     const JAVA_ROUNDS: usize = 150;
     const RUST_ROUNDS: usize = 150;
     const RUST_SESSIONS: usize = 2;
-    let java = tokio::process::Command::new(install.java())
-        .arg("-cp")
-        .arg(format!("{}:{classpath}", classes.display()))
-        .arg("CuratorLock")
+    let java = tokio::process::Command::from(curator_program("CuratorLock"))
         .arg(server.connect_string())
         .arg(path)
         .arg(marker)
@@ -510,11 +458,13 @@ async fn curator_and_rust_contenders_share_one_lock() {
         .await
         .expect("java finishes")
         .expect("java output");
-    let _ = std::fs::remove_dir_all(&classes);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "java failed: {stdout}");
-    assert!(stdout.contains("violations=0"), "java side: {stdout}");
-    assert_eq!(rust_violations, 0);
+    // Exclusion both ways: the Java side found no Rust holder inside when it entered (its
+    // marker create met no NodeExists, its delete no NoNode), the Rust side found no Java
+    // holder inside, and no update of the counter was lost.
+    assert_eq!(stdout.trim(), "violations=0", "java side");
+    assert_eq!(rust_violations, 0, "rust side");
     // The two sides really contended: the Rust sections are not one block before or after
     // the Java ones.
     let (min, max) = (seen.iter().min(), seen.iter().max());
@@ -534,6 +484,343 @@ async fn curator_and_rust_contenders_share_one_lock() {
             .to_string()
             .as_bytes()
     );
+}
+
+/// Creates `/<base>`, its `readers` child and its `counter` (0), for the critical sections of
+/// the read-write interop tests.
+async fn make_rw_base(client: &zk_proto::Client, base: &str) {
+    let persistent = zk_proto::CreateOptions::persistent();
+    for (path, data) in [
+        (base.to_owned(), ""),
+        (format!("{base}/readers"), ""),
+        (format!("{base}/counter"), "0"),
+    ] {
+        client
+            .create(&path, data, &persistent)
+            .await
+            .expect("create the checks' nodes");
+    }
+}
+
+/// A Rust holder of the Curator mutex excludes a Curator contender and the other way round;
+/// each waits for the other's release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_mutex_holders_exclude_each_other() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let mut java = CuratorPeer::start(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
+    let path = "/interop-mutex/lock";
+    let lock = Lock::new(client.clone(), path);
+
+    // Rust holds: Curator waits, and gets it after the release.
+    let guard = lock.acquire().await.expect("rust acquires");
+    assert_eq!(java.call(&format!("a mutex {path} 300")).await, "timeout");
+    java.call(&format!("a mutex-bg {path}")).await;
+    wait_children(&client, path, 2, Duration::from_secs(5)).await;
+    assert_eq!(java.call("a held 200").await, "pending");
+    guard.release().await.expect("release");
+    assert_eq!(java.call("a held 5000").await, "acquired");
+
+    // Curator holds: Rust waits, and gets it after the release.
+    let refused = lock.acquire_timeout(Duration::from_millis(300)).await;
+    assert!(matches!(refused, Err(LockError::Timeout)), "{refused:?}");
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire().await }
+    });
+    wait_children(&client, path, 2, Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !waiter.is_finished(),
+        "the Rust waiter got the lock Curator holds"
+    );
+    java.call("a release").await;
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("granted after Curator's release")
+        .expect("task")
+        .expect("acquire");
+    guard.release().await.expect("release");
+    java.quit().await;
+}
+
+/// Curator's `InterProcessReadWriteLock` and ours on one path, in every direction: a writer of
+/// either library excludes the writers and readers of the other, readers of both share, and a
+/// reader queued behind the other library's writer waits for it (the order is the same).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_read_write_locks_exclude_each_other() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let mut java = CuratorPeer::start(&server.connect_string()).await;
+    let r1 = connect(&server.connect_string()).await;
+    let r2 = connect(&server.connect_string()).await;
+    let path = "/interop-rw/lock";
+    let (rw1, rw2) = (
+        ReadWriteLock::new(r1.clone(), path),
+        ReadWriteLock::new(r2, path),
+    );
+    let refused = |result: Result<zk_recipes::lock::LockGuard, LockError>, what: &str| {
+        assert!(
+            matches!(result, Err(LockError::Timeout)),
+            "{what} was not excluded: {result:?}"
+        );
+    };
+    let short = Duration::from_millis(300);
+    let long = Duration::from_secs(5);
+
+    // 1. A Rust writer excludes Curator's writers and readers.
+    let writer = rw1.write_lock().acquire().await.expect("rust writer");
+    assert!(writer.node().contains("-__WRIT__"), "{}", writer.node());
+    assert_eq!(java.call(&format!("a write {path} 300")).await, "timeout");
+    assert_eq!(java.call(&format!("a read {path} 300")).await, "timeout");
+    writer.release().await.expect("release");
+
+    // 2. Readers of both libraries share; a Rust writer waits for a Curator reader.
+    assert_eq!(java.call(&format!("a read {path} 5000")).await, "acquired");
+    let reader = rw1
+        .read_lock()
+        .acquire_timeout(long)
+        .await
+        .expect("rust reader shares");
+    refused(
+        rw2.write_lock().acquire_timeout(short).await,
+        "a Rust writer",
+    );
+    reader.release().await.expect("release");
+    java.call("a release").await;
+
+    // 3. A Curator writer excludes Rust writers and readers.
+    assert_eq!(java.call(&format!("a write {path} 5000")).await, "acquired");
+    refused(
+        rw1.write_lock().acquire_timeout(short).await,
+        "a Rust writer",
+    );
+    refused(
+        rw1.read_lock().acquire_timeout(short).await,
+        "a Rust reader",
+    );
+    java.call("a release").await;
+    // Readers share the other way round too.
+    let reader = rw1
+        .read_lock()
+        .acquire_timeout(long)
+        .await
+        .expect("rust reader");
+    assert_eq!(java.call(&format!("b read {path} 5000")).await, "acquired");
+    java.call("b release").await;
+
+    // 4. A Rust writer queued behind a Rust reader: a later Curator reader waits for it.
+    let writer = tokio::spawn({
+        let rw = rw2.clone();
+        async move { rw.write_lock().acquire().await }
+    });
+    wait_children(&r1, path, 2, long).await;
+    assert_eq!(java.call(&format!("b read {path} 300")).await, "timeout");
+    reader.release().await.expect("release");
+    let writer = tokio::time::timeout(long, writer)
+        .await
+        .expect("the queued writer is granted")
+        .expect("task")
+        .expect("acquire");
+    assert_eq!(java.call(&format!("b read {path} 300")).await, "timeout");
+    writer.release().await.expect("release");
+    assert_eq!(java.call(&format!("b read {path} 5000")).await, "acquired");
+    java.call("b release").await;
+
+    // 5. A Curator writer queued behind a Rust reader: a later Rust reader waits for it.
+    let reader = rw1.read_lock().acquire().await.expect("rust reader");
+    java.call(&format!("a write-bg {path}")).await;
+    wait_children(&r1, path, 2, long).await;
+    refused(
+        rw2.read_lock().acquire_timeout(short).await,
+        "a Rust reader behind a Curator writer",
+    );
+    assert_eq!(java.call("a held 100").await, "pending");
+    reader.release().await.expect("release");
+    assert_eq!(java.call("a held 5000").await, "acquired");
+    refused(
+        rw2.read_lock().acquire_timeout(short).await,
+        "a Rust reader",
+    );
+    java.call("a release").await;
+    let reader = rw2
+        .read_lock()
+        .acquire_timeout(long)
+        .await
+        .expect("rust reader");
+    reader.release().await.expect("release");
+
+    assert!(wait_children(&r1, path, 0, long).await.is_empty());
+    java.quit().await;
+}
+
+/// Curator's writers and readers (one thread each) and ours (one task each) on one
+/// read-write lock, each checking the exclusion inside its critical section (the checks of
+/// `CuratorPeer.java`'s `rw-stress`): no overlap is seen from either side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_read_write_locks_under_mixed_contention() {
+    const JAVA_WRITES: usize = 50;
+    const JAVA_READS: usize = 50;
+    const RUST_WRITES: usize = 50;
+    const RUST_READS: usize = 50;
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let mut java = CuratorPeer::start(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
+    let (path, base) = ("/interop-rw-mix/lock", "/interop-rw-mix-checks");
+    make_rw_base(&client, base).await;
+
+    let rust_writer = {
+        let client = connect(&server.connect_string()).await;
+        tokio::spawn(async move {
+            wait_for_java_sections(&client, base).await;
+            let rw = ReadWriteLock::new(client.clone(), path);
+            let (mut violations, mut seen) = (0, Vec::new());
+            for _ in 0..RUST_WRITES {
+                let guard = rw.write_lock().acquire().await.expect("write");
+                let (v, value) = rw_writer_section(&client, base).await;
+                violations += v;
+                seen.push(value);
+                guard.release().await.expect("release");
+            }
+            (violations, seen)
+        })
+    };
+    let rust_reader = {
+        let client = connect(&server.connect_string()).await;
+        tokio::spawn(async move {
+            wait_for_java_sections(&client, base).await;
+            let rw = ReadWriteLock::new(client.clone(), path);
+            let mut violations = 0;
+            for i in 0..RUST_READS {
+                let guard = rw.read_lock().acquire().await.expect("read");
+                violations += rw_reader_section(&client, base, &format!("rust-{i}")).await;
+                guard.release().await.expect("release");
+            }
+            violations
+        })
+    };
+    let java_reply = java
+        .call(&format!(
+            "- rw-stress {path} {base} {JAVA_WRITES} {JAVA_READS}"
+        ))
+        .await;
+    let (writer_violations, seen) = rust_writer.await.expect("rust writer");
+    let reader_violations = rust_reader.await.expect("rust reader");
+    // Exclusion both ways: the Java sections saw no Rust writer or reader inside, the Rust
+    // sections no Java one.
+    assert!(
+        java_reply == format!("violations=0 writes={JAVA_WRITES} reads={JAVA_READS}")
+            && writer_violations == 0
+            && reader_violations == 0,
+        "overlaps: java side {java_reply}; rust writer {writer_violations}, rust reader \
+         {reader_violations}"
+    );
+    let (data, _) = client
+        .get_data(&format!("{base}/counter"))
+        .await
+        .expect("counter");
+    assert_eq!(
+        &data[..],
+        (JAVA_WRITES + RUST_WRITES).to_string().as_bytes(),
+        "a write was lost"
+    );
+    // The Rust writes were interleaved with the Java ones.
+    let span = seen
+        .iter()
+        .max()
+        .zip(seen.iter().min())
+        .map(|(max, min)| max - min + 1);
+    assert!(
+        span.unwrap_or(0) > seen.len() as u64,
+        "no interleaving with the Java writer"
+    );
+    java.quit().await;
+}
+
+/// Waits (bounded) until a Java writer or reader has been in its critical section, so that
+/// the Rust side contends with it from its start (the Java threads connect their own
+/// sessions first).
+async fn wait_for_java_sections(client: &zk_proto::Client, base: &str) {
+    let (counter, readers) = (format!("{base}/counter"), format!("{base}/readers"));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        let (data, _) = client.get_data(&counter).await.expect("read counter");
+        let children = client.get_children(&readers).await.expect("list readers");
+        if &data[..] != b"0" || children.iter().any(|c| c.starts_with("java-")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    panic!("the Java side never entered its critical section");
+}
+
+/// The writer's checks (as `CuratorPeer.java`'s `writerSection`): returns the violations
+/// and the counter's value read.
+async fn rw_writer_section(client: &zk_proto::Client, base: &str) -> (usize, u64) {
+    let mut violations = 0;
+    let marker = format!("{base}/writer");
+    match client
+        .create(&marker, "", &zk_proto::CreateOptions::ephemeral())
+        .await
+    {
+        Ok(_) => {}
+        Err(zk_proto::Error::NodeExists) => violations += 1,
+        Err(e) => panic!("create the writer marker: {e}"),
+    }
+    let readers = client
+        .get_children(&format!("{base}/readers"))
+        .await
+        .expect("list readers");
+    if !readers.is_empty() {
+        violations += 1;
+    }
+    let counter = format!("{base}/counter");
+    let (data, _) = client.get_data(&counter).await.expect("read counter");
+    let value: u64 = std::str::from_utf8(&data)
+        .expect("utf-8")
+        .parse()
+        .expect("number");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    client
+        .set_data(&counter, (value + 1).to_string(), None)
+        .await
+        .expect("write counter");
+    match client.delete(&marker, None).await {
+        Ok(()) => {}
+        Err(zk_proto::Error::NoNode) => violations += 1,
+        Err(e) => panic!("delete the writer marker: {e}"),
+    }
+    (violations, value)
+}
+
+/// The reader's checks (as `CuratorPeer.java`'s `readerSection`): returns the violations.
+async fn rw_reader_section(client: &zk_proto::Client, base: &str, name: &str) -> usize {
+    let mut violations = 0;
+    let own = format!("{base}/readers/{name}");
+    let (writer, counter) = (format!("{base}/writer"), format!("{base}/counter"));
+    client
+        .create(&own, "", &zk_proto::CreateOptions::ephemeral())
+        .await
+        .expect("create the reader marker");
+    if client.exists(&writer).await.expect("exists").is_some() {
+        violations += 1;
+    }
+    let (before, _) = client.get_data(&counter).await.expect("read counter");
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    let (after, _) = client.get_data(&counter).await.expect("read counter");
+    if before != after {
+        violations += 1;
+    }
+    if client.exists(&writer).await.expect("exists").is_some() {
+        violations += 1;
+    }
+    client
+        .delete(&own, None)
+        .await
+        .expect("delete the reader marker");
+    violations
 }
 
 /// Waits (bounded) until `proxy` has forwarded at least `n` requests of kind `op`.
