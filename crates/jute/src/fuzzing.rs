@@ -5,8 +5,11 @@
 //! **This module is for fuzzing and tests, not a stable API.** Each check takes arbitrary bytes
 //! and **panics when it finds a bug, by design**: a panic inside the codec, an allocation sized
 //! by an untrusted length, or a successful decode that does not encode back the way the codec
-//! promises (byte for byte, except for the fields its decoders document as ignored). Decoding
-//! errors are the expected outcome for most inputs and are not reported.
+//! promises: byte for byte, except for the fields its decoders document as ignored, and for
+//! what decodes to a value whose encoding is other bytes (strings in Java's surrogate form, see
+//! [`crate::primitive`], and a ConnectRequest without its readOnly byte), whose re-encoding
+//! must decode to the same value. Decoding errors are the expected outcome for most inputs and
+//! are not reported.
 //!
 //! The fuzz targets are one-liners over these functions (`cargo +nightly fuzz run <target>`
 //! from the repository root), and `tests/fuzz_corpus.rs` replays the checked-in corpus through
@@ -20,12 +23,13 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use crate::codes::{ErrorCode, EventType, KeeperState, OpCode, xid};
+use crate::error::DecodeError;
 use crate::message::{Response, ServerMessage};
 use crate::multi::{MultiResponse, MultiResult};
 use crate::reader::{Decode, Encode, decode_exact};
 use crate::records::{
-    ConnectResponse, CreateResponse, MultiHeader, RECORD_NAMES, ReplyHeader, SetDataResponse, Stat,
-    WatcherEvent, reencode_named,
+    ConnectRequest, ConnectResponse, CreateResponse, MultiHeader, RECORD_NAMES, ReplyHeader,
+    SetDataResponse, Stat, WatcherEvent, reencode_named, same_value_named,
 };
 
 /// Every fuzz target, by name: each is a function of this module and a file
@@ -313,8 +317,9 @@ pub fn connect_response(data: &[u8]) {
 /// When decoding panics; when the op code is asked for on a notification or an error reply,
 /// or not asked for the header's xid on a successful one; when the body disagrees with
 /// [`Response::decode`]; when the message does not encode back to the input: exactly for
-/// notifications and successful replies, the header alone for error replies (whose body is
-/// ignored), and up to the ignored multi header fields for multi replies.
+/// notifications and successful replies (or to the same message, for strings in Java's
+/// surrogate form), the header alone for error replies (whose body is ignored), and up to the
+/// ignored multi header fields for multi replies.
 pub fn server_message(data: &[u8]) {
     let Some((op, frame)) = data.split_first_chunk::<4>() else {
         return;
@@ -340,7 +345,9 @@ pub fn server_message(data: &[u8]) {
                 "notification with another xid"
             );
             assert_eq!(asked.get(), None, "op code asked for a notification");
-            assert_reencodes(frame, &message);
+            assert_reencodes_to_same(frame, &message, |bytes| {
+                ServerMessage::decode(bytes, |_| op)
+            });
         }
         ServerMessage::Reply {
             header: decoded_header,
@@ -378,7 +385,9 @@ pub fn server_message(data: &[u8]) {
                 assert_reencodes(header_bytes, &header);
                 assert_multi_reencodes(body_bytes, multi);
             } else {
-                assert_reencodes(frame, &message);
+                assert_reencodes_to_same(frame, &message, |bytes| {
+                    ServerMessage::decode(bytes, |_| op)
+                });
             }
         }
     }
@@ -391,7 +400,7 @@ pub fn server_message(data: &[u8]) {
 /// # Panics
 ///
 /// When decoding panics; when the two decodings disagree; when the event does not encode back
-/// to the input.
+/// to the input (or to the same event, for a path in Java's surrogate form).
 pub fn watcher_event(data: &[u8]) {
     let alone = decode_exact::<WatcherEvent>(Bytes::copy_from_slice(data));
     let header = ReplyHeader {
@@ -408,7 +417,7 @@ pub fn watcher_event(data: &[u8]) {
         (Ok(event), Ok(ServerMessage::Notification(decoded_header, notified))) => {
             assert_eq!(decoded_header, header);
             assert_eq!(notified, event);
-            assert_reencodes(data, &event);
+            assert_reencodes_to_same(data, &event, decode_exact::<WatcherEvent>);
         }
         (Err(_), Err(_)) => {}
         (alone, notification) => {
@@ -449,7 +458,10 @@ pub fn multi_response(data: &[u8]) {
 /// # Panics
 ///
 /// When decoding panics, when [`reencode_named`] does not know a name of [`RECORD_NAMES`], or
-/// when a decoded record does not encode back to the input byte for byte.
+/// when a decoded record does not encode back to the input byte for byte. Only two kinds of
+/// input may encode back to other bytes, and then they must decode to the same value
+/// ([`same_value_named`]): strings in Java's surrogate form (see the private
+/// `assert_reencodes_to_same`) and a ConnectRequest without its trailing readOnly byte (which comes back with it, as 0).
 pub fn record_by_name(data: &[u8]) {
     let Some((&index, bytes)) = data.split_first() else {
         return;
@@ -458,12 +470,32 @@ pub fn record_by_name(data: &[u8]) {
     match reencode_named(name, Bytes::copy_from_slice(bytes)) {
         None => panic!("{name} is in RECORD_NAMES, but reencode_named does not know it"),
         Some(Err(_)) => {}
-        Some(Ok(output)) => assert!(
-            output == bytes,
-            "{name} decoded from {} re-encodes as {}",
-            hex(bytes),
-            hex(&output)
-        ),
+        Some(Ok(output)) if output == bytes => {}
+        Some(Ok(output)) => {
+            let read_only_added = name == "proto.ConnectRequest"
+                && output.len() == bytes.len() + 1
+                && output.starts_with(bytes)
+                && output.ends_with(&[0]);
+            let strings_recoded = has_surrogate_sequence(bytes) && output.len() <= bytes.len();
+            assert!(
+                read_only_added || strings_recoded,
+                "{name} decoded from {} re-encodes as {}",
+                hex(bytes),
+                hex(&output)
+            );
+            let same = same_value_named(name, Bytes::copy_from_slice(bytes), output.clone());
+            assert!(
+                matches!(same, Some(Ok(true))),
+                "{name} decoded from {} re-encodes as {}, which decodes {}",
+                hex(bytes),
+                hex(&output),
+                match same {
+                    Some(Ok(_)) => "to another value".to_owned(),
+                    Some(Err(e)) => format!("with an error: {e}"),
+                    None => "as an unknown record".to_owned(),
+                }
+            );
+        }
     }
 }
 
@@ -489,14 +521,68 @@ fn assert_reencodes<T: Encode + Debug>(input: &[u8], value: &T) {
     );
 }
 
+/// Whether `bytes` hold the start of a 3-byte UTF-16 surrogate sequence (`ed a0..bf`), the form
+/// in which Java writes a character outside the BMP or a lone surrogate. Standard UTF-8 never
+/// holds that byte pair, so an input without it has every string in standard UTF-8.
+fn has_surrogate_sequence(bytes: &[u8]) -> bool {
+    bytes
+        .windows(2)
+        .any(|pair| pair[0] == 0xed && (0xa0..=0xbf).contains(&pair[1]))
+}
+
+/// Checks that `value`, decoded from `input`, encodes back to `input`, or to the same value when
+/// bytes may legitimately differ.
+///
+/// They may only when a string was in Java's surrogate form: such a string decodes to its
+/// characters (U+FFFD for an unpaired surrogate), which re-encode as standard UTF-8, 6 bytes of
+/// a pair as 4 and a lone surrogate's 3 as U+FFFD's 3. So an input without a surrogate sequence
+/// ([`has_surrogate_sequence`]) must come back byte for byte; one with it must come back no
+/// longer, and `decode` of the re-encoding must give `value` again.
+fn assert_reencodes_to_same<T: Encode + Debug + PartialEq>(
+    input: &[u8],
+    value: &T,
+    decode: impl FnOnce(Bytes) -> Result<T, DecodeError>,
+) {
+    let output = encode_checked(value);
+    if output == input {
+        return;
+    }
+    assert!(
+        has_surrogate_sequence(input) && output.len() <= input.len(),
+        "{value:?} decoded from {} re-encodes as {}",
+        hex(input),
+        hex(&output)
+    );
+    let again = decode(output.clone());
+    assert!(
+        again.as_ref() == Ok(value),
+        "{value:?} decoded from {} re-encodes as {}, which decodes as {again:?}",
+        hex(input),
+        hex(&output)
+    );
+}
+
 /// Checks a multi body decoded from `input` against its encoding.
 ///
 /// The decoder ignores the `err` field of every result header (an error result's code is read
 /// from its ErrorResponse, as the Java client does) and the type and `err` of the end marker,
 /// so only those bytes may differ; every other byte, including each header's type and `done`
-/// flag, must be reproduced, and the encoding must decode to the same response.
+/// flag, must be reproduced, and the encoding must decode to the same response. When strings
+/// in Java's surrogate form shift the offsets (see [`assert_reencodes_to_same`]), the encoding
+/// must be no longer than the input and decode to the same response.
 fn assert_multi_reencodes(input: &[u8], response: &MultiResponse) {
     let output = encode_checked(response);
+    if has_surrogate_sequence(input) && output != input {
+        assert!(
+            output.len() <= input.len(),
+            "{response:?} decoded from {} re-encodes as {}",
+            hex(input),
+            hex(&output)
+        );
+        let again = decode_exact::<MultiResponse>(output).expect("a multi re-encoding must decode");
+        assert_eq!(&again, response, "a multi re-encoding decodes differently");
+        return;
+    }
     assert_eq!(
         output.len(),
         input.len(),
@@ -713,11 +799,24 @@ fn handmade_seeds() -> Vec<(&'static str, Vec<u8>)> {
             MultiResult::Error(ErrorCode::RUNTIME_INCONSISTENCY),
         ],
     };
-    let stat_index = RECORD_NAMES
-        .iter()
-        .position(|name| *name == "data.Stat")
-        .and_then(|index| u8::try_from(index).ok())
-        .unwrap_or(0);
+    let index_of = |record: &str| {
+        RECORD_NAMES
+            .iter()
+            .position(|name| *name == record)
+            .and_then(|index| u8::try_from(index).ok())
+            .unwrap_or(0)
+    };
+    // A ConnectRequest as a client older than 3.4 sends it: without the readOnly byte.
+    let old_connect_request = ConnectRequest {
+        protocol_version: 0,
+        last_zxid_seen: 0,
+        time_out: 30_000,
+        session_id: 0,
+        passwd: Some(Bytes::from_static(&[0; 16])),
+        read_only: false,
+    }
+    .to_bytes();
+    let old_connect_request = &old_connect_request[..old_connect_request.len() - 1];
     let ping_frame = ping.to_bytes().to_vec();
     vec![
         (
@@ -747,7 +846,14 @@ fn handmade_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ),
         ("multi_response", multi.to_bytes().to_vec()),
         ("multi_response", failed.to_bytes().to_vec()),
-        ("record_by_name", concat(&[&[stat_index], &stat.to_bytes()])),
+        (
+            "record_by_name",
+            concat(&[&[index_of("data.Stat")], &stat.to_bytes()]),
+        ),
+        (
+            "record_by_name",
+            concat(&[&[index_of("proto.ConnectRequest")], old_connect_request]),
+        ),
     ]
 }
 
@@ -837,6 +943,66 @@ mod tests {
             &[0, 0, 0, 1, b'/'],
         ]);
         assert!(seeds.contains(&("server_message", sync)));
+    }
+
+    /// The vectors Java writes with strings in surrogate form (and their twins) pass every
+    /// check they seed, and a ConnectRequest without its readOnly byte passes record_by_name.
+    #[test]
+    fn java_surrogate_strings_and_old_connect_requests_pass_the_checks() {
+        let vectors = include_str!("../tests/conformance/vectors.txt");
+        let java: String = vectors
+            .lines()
+            .filter(|line| line.contains("-cesu8 ") || line.contains("-utf8 "))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let seeds = seed_corpus(&java).unwrap();
+        let handmade = handmade_seeds().len();
+        assert!(seeds.len() > handmade + 40, "{} seeds", seeds.len());
+        for (target, input) in &seeds {
+            assert_eq!(run(target, input), known(target), "{target}");
+        }
+        // Each kind of input really decodes (so the checks above compared something).
+        let decodes = |target: &str, input: &[u8]| match target {
+            "record_by_name" => {
+                let name = RECORD_NAMES[usize::from(input[0]) % RECORD_NAMES.len()];
+                matches!(
+                    reencode_named(name, Bytes::copy_from_slice(&input[1..])),
+                    Some(Ok(_))
+                )
+            }
+            "watcher_event" => decode_exact::<WatcherEvent>(Bytes::copy_from_slice(input)).is_ok(),
+            "multi_response" => {
+                decode_exact::<MultiResponse>(Bytes::copy_from_slice(input)).is_ok()
+            }
+            "server_message" => {
+                let op = OpCode(i32::from_be_bytes([input[0], input[1], input[2], input[3]]));
+                ServerMessage::decode(Bytes::copy_from_slice(&input[4..]), |_| op).is_ok()
+            }
+            _ => true,
+        };
+        for (target, input) in seeds.iter().skip(handmade) {
+            assert!(decodes(target, input), "{target} {}", hex(input));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "re-encodes as")]
+    fn other_bytes_without_a_surrogate_sequence_are_a_bug() {
+        // A decoder that read "a" as "b" (any value whose encoding differs from the input).
+        assert_reencodes_to_same(b"\x00\x00\x00\x01a", &Some("b".to_owned()), |bytes| {
+            decode_exact::<Option<String>>(bytes)
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "which decodes as")]
+    fn other_bytes_with_a_surrogate_sequence_must_be_the_same_value() {
+        // "\u{fffd}" re-encodes as 3 bytes, as a lone surrogate's would, but "x\u{fffd}" is
+        // not what the input decodes to.
+        let input = b"\x00\x00\x00\x03\xed\xa0\x80";
+        assert_reencodes_to_same(input, &Some("\u{fffd}".to_owned()), |_| {
+            Ok(Some("x\u{fffd}".to_owned()))
+        });
     }
 
     #[test]

@@ -30,10 +30,16 @@
 //!   [`DecodeError`], not a 2 GiB allocation.
 //! - **No copies of payloads.** Buffers decode as [`bytes::Bytes`] slices of the received
 //!   frame.
-//! - **Strict.** Booleans must be 0 or 1, strings UTF-8, vector counts -1 or more, and
-//!   [`decode_exact`] rejects trailing bytes.
+//! - **Strict.** Booleans must be 0 or 1, vector counts -1 or more, and [`decode_exact`]
+//!   rejects trailing bytes. Strings must be UTF-8 or what Java's writer makes of a string
+//!   with characters outside the BMP (surrogate sequences, CESU-8): those decode to the
+//!   character, or U+FFFD for a lone surrogate, never an error (see
+//!   [`primitive`](crate::primitive#strings-from-java)).
 //! - **Nulls are kept.** Jute strings, buffers and vectors can be null (-1) as well as empty;
 //!   they are `Option`s here so that decoding then encoding reproduces the input byte for byte.
+//!   The exceptions re-encode to the same value in other bytes: strings in Java's surrogate
+//!   form (re-encoded as standard UTF-8) and a ConnectRequest without its trailing readOnly
+//!   byte (re-encoded with it).
 
 pub mod codes;
 mod error;

@@ -8,9 +8,48 @@
 //! | `long` | `i64` | n/a |
 //! | `boolean` | `bool` (only bytes 0 and 1 are accepted) | n/a |
 //! | `buffer` | `Option<Bytes>` | `None`, length -1 |
-//! | `ustring` | `Option<String>` (UTF-8 checked) | `None`, length -1 |
+//! | `ustring` | `Option<String>` (written as UTF-8, read as Java writes it, below) | `None`, length -1 |
 //! | `vector<T>` | `Option<Vec<T>>` | `None`, count -1 |
 //! | trailing optional `boolean` | `Option<bool>` | `None`: the byte is absent |
+//!
+//! A record may also declare its last field with a value for when the input ends before it
+//! (`read_only: bool = false` in `ConnectRequest`): see [`crate::records`].
+//!
+//! # Strings from Java
+//!
+//! ZooKeeper 3.8's writer (`BinaryOutputArchive.writeString`) does not call a UTF-8 encoder: it
+//! encodes each UTF-16 code unit on its own. Every character of the Basic Multilingual Plane
+//! comes out as standard UTF-8, but a character outside it (a surrogate pair, such as `😀`,
+//! U+1F600) becomes two 3-byte surrogate sequences, `ed a0..af xx` `ed b0..bf xx` (CESU-8), and
+//! a lone surrogate one such sequence. Servers send strings that way in GetACL, WhoAmI,
+//! GetChildren, GetEphemerals and create replies, and in watch events, whenever a string holds
+//! such a character (an ACL id or a digest user name can; a path cannot, the server rejects it).
+//!
+//! Decoding accepts exactly what that writer can produce, plus standard UTF-8:
+//!
+//! - **Fast path.** Valid UTF-8 (everything a BMP-only string gives, and what we write) is
+//!   checked by [`std::str::from_utf8`] alone; only when that fails are surrogate sequences
+//!   looked for.
+//! - **A surrogate pair** written as a high surrogate sequence (`ed a0..af xx`) followed by a
+//!   low one (`ed b0..bf xx`) becomes the character it encodes: the value the Java side
+//!   serialized.
+//! - **Any other surrogate sequence** (a lone high or low surrogate, a low before a high)
+//!   becomes one U+FFFD per 3-byte sequence, never an error. Rust strings cannot hold a lone
+//!   surrogate; this is what Java's own reader gives for each surrogate sequence
+//!   (`BinaryInputArchive.readString` is `new String(bytes, UTF_8)`, which on Java 17 yields one
+//!   U+FFFD per 3-byte surrogate sequence, so a Java reader turns a valid pair into two U+FFFD
+//!   where we give the character), and it equals `String::from_utf16_lossy` of the code units
+//!   the Java side wrote.
+//! - **Every other invalid byte** (`ff`, an overlong form, a truncated sequence, a stray
+//!   continuation byte) is still [`DecodeErrorKind::InvalidUtf8`]. No Java writer produces
+//!   them: its output for any Java string is UTF-8 except for the surrogate sequences above.
+//!   Such bytes mean a corrupted stream or a peer that is not ZooKeeper, and (as with booleans)
+//!   we report that rather than let Java's reader hide it behind U+FFFD.
+//!
+//! Decoding a string allocates at most its own (already received) length. Encoding always writes
+//! standard UTF-8 (a character outside the BMP as its 4 bytes), which Java's reader decodes
+//! correctly; so a string decoded from the Java form re-encodes to other bytes than it came from
+//! (6 bytes of a pair become 4, a lone surrogate's 3 become U+FFFD's 3), but to the same value.
 
 use bytes::{BufMut, Bytes};
 
@@ -75,8 +114,8 @@ impl Decode for bool {
 }
 
 /// A boolean that may be missing at the very end of a record: the `readOnly` flag that 3.8
-/// appends to ConnectRequest and ConnectResponse by hand, which servers and clients older than
-/// 3.4 do not send. `None` encodes as nothing.
+/// appends to ConnectResponse by hand, which servers older than 3.4 (and 3.4+ servers answering
+/// a client that did not send the flag) do not send. `None` encodes as nothing.
 impl Encode for Option<bool> {
     fn encoded_len(&self) -> usize {
         usize::from(self.is_some())
@@ -132,11 +171,8 @@ impl Decode for Option<Bytes> {
     }
 }
 
-/// `ustring`: a length-prefixed UTF-8 string.
-///
-/// Java writes characters outside the Basic Multilingual Plane as two 3-byte surrogate
-/// sequences (CESU-8); we write standard UTF-8, which every reader (Java's included) decodes
-/// correctly, and reject surrogate sequences on input with [`DecodeErrorKind::InvalidUtf8`].
+/// `ustring`: a length-prefixed string, written as standard UTF-8 and read as Java writes it
+/// (see [Strings from Java](self#strings-from-java)).
 impl Encode for Option<String> {
     fn encoded_len(&self) -> usize {
         4 + self.as_ref().map_or(0, String::len)
@@ -154,13 +190,66 @@ impl Decode for Option<String> {
     fn decode(reader: &mut Reader) -> Result<Self, DecodeError> {
         match reader.read_len()? {
             None => Ok(None),
-            Some(len) => {
-                let raw = reader.read_slice(len)?;
-                let text = std::str::from_utf8(&raw)
-                    .map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8))?;
-                Ok(Some(text.to_owned()))
-            }
+            Some(len) => decode_string(&reader.read_slice(len)?).map(Some),
         }
+    }
+}
+
+/// Decodes the bytes of a `ustring` as [Java writes them](self#strings-from-java): standard
+/// UTF-8 on the fast path (a plain [`std::str::from_utf8`]); only if that fails, surrogate
+/// sequences are looked for.
+fn decode_string(raw: &[u8]) -> Result<String, DecodeError> {
+    match std::str::from_utf8(raw) {
+        Ok(text) => Ok(text.to_owned()),
+        Err(_) => decode_with_surrogates(raw)
+            .ok_or_else(|| DecodeError::new(DecodeErrorKind::InvalidUtf8)),
+    }
+}
+
+/// The slow path of [`decode_string`]: UTF-8 in which UTF-16 surrogates may appear as 3-byte
+/// sequences. A high surrogate sequence followed by a low one is the character they encode
+/// together; any other surrogate sequence is one U+FFFD. `None` for any other invalid byte.
+///
+/// The output is never longer than `raw` (6 bytes become 4, 3 bytes become the 3 of U+FFFD),
+/// and `raw` is a slice of received bytes, so the reservation is bounded by the input.
+fn decode_with_surrogates(raw: &[u8]) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    loop {
+        let valid_len = match std::str::from_utf8(rest) {
+            Ok(text) => {
+                out.push_str(text);
+                return Some(out);
+            }
+            Err(error) => error.valid_up_to(),
+        };
+        let (valid, tail) = rest.split_at(valid_len);
+        // Valid by construction; checked again rather than trusted (no unsafe in this crate).
+        out.push_str(std::str::from_utf8(valid).ok()?);
+        let first = surrogate_at(tail)?;
+        let pair = match (first, tail.get(3..).and_then(surrogate_at)) {
+            (0xd800..=0xdbff, Some(second @ 0xdc00..=0xdfff)) => {
+                char::from_u32(0x1_0000 + ((first - 0xd800) << 10) + (second - 0xdc00))
+            }
+            _ => None,
+        };
+        let (ch, used) = match pair {
+            Some(ch) => (ch, 6),
+            None => (char::REPLACEMENT_CHARACTER, 3),
+        };
+        out.push(ch);
+        rest = tail.get(used..)?;
+    }
+}
+
+/// The UTF-16 surrogate (U+D800 to U+DFFF) whose 3-byte sequence `ed a0..bf 80..bf` starts
+/// `bytes`, as Java's writer encodes it.
+fn surrogate_at(bytes: &[u8]) -> Option<u32> {
+    match *bytes {
+        [0xed, second @ 0xa0..=0xbf, third @ 0x80..=0xbf, ..] => {
+            Some(0xd000 | (u32::from(second & 0x3f) << 6) | u32::from(third & 0x3f))
+        }
+        _ => None,
     }
 }
 
@@ -202,5 +291,187 @@ impl<T: Decode> Decode for Option<Vec<T>> {
             items.push(T::decode(reader)?);
         }
         Ok(Some(items))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::reader::decode_exact;
+
+    /// What ZooKeeper 3.8's `BinaryOutputArchive.writeString` writes for a string of UTF-16
+    /// code units: each unit on its own, 1 to 3 bytes.
+    fn java_write(units: &[u16]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &unit in units {
+            let c = u32::from(unit);
+            if c < 0x80 {
+                out.push(c as u8);
+            } else if c < 0x800 {
+                out.extend([0xc0 | (c >> 6) as u8, 0x80 | (c & 0x3f) as u8]);
+            } else {
+                out.extend([
+                    0xe0 | (c >> 12) as u8,
+                    0x80 | ((c >> 6) & 0x3f) as u8,
+                    0x80 | (c & 0x3f) as u8,
+                ]);
+            }
+        }
+        out
+    }
+
+    /// An independent, slow reference of the decoding: reads the bytes one sequence at a time
+    /// into UTF-16 code units (a 3-byte surrogate sequence gives its unit, anything else must
+    /// be a UTF-8 character), then joins them as `String::from_utf16_lossy` does.
+    fn reference_decode(bytes: &[u8]) -> Option<String> {
+        let mut units = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let width = match bytes[at] {
+                0x00..=0x7f => 1,
+                0xc2..=0xdf => 2,
+                0xe0..=0xef => 3,
+                0xf0..=0xf4 => 4,
+                _ => return None,
+            };
+            let sequence = bytes.get(at..at + width)?;
+            match *sequence {
+                [0xed, b1 @ 0xa0..=0xbf, b2 @ 0x80..=0xbf] => {
+                    units.push(0xd000 | (u16::from(b1 & 0x3f) << 6) | u16::from(b2 & 0x3f));
+                }
+                _ => units.extend(std::str::from_utf8(sequence).ok()?.encode_utf16()),
+            }
+            at += width;
+        }
+        Some(String::from_utf16_lossy(&units))
+    }
+
+    fn decode_str(bytes: &[u8]) -> Result<String, DecodeError> {
+        let mut framed = (bytes.len() as i32).to_be_bytes().to_vec();
+        framed.extend_from_slice(bytes);
+        decode_exact::<Option<String>>(Bytes::from(framed)).map(|s| s.unwrap_or_default())
+    }
+
+    fn unhex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    #[test]
+    fn surrogate_sequences_decode_to_the_character_or_one_replacement_each() {
+        let cases: &[(&str, &str)] = &[
+            // A pair in Java's form, alone and between other characters.
+            ("eda0bdedb880", "😀"),
+            ("41eda0bdedb88042", "A😀B"),
+            // Standard UTF-8 of the same character, and both forms in one string.
+            ("f09f9880", "😀"),
+            ("f09f9880eda0bdedb880", "😀😀"),
+            // Lone high, lone low, reversed pair, high high low, a high at the end: one U+FFFD
+            // per unpaired sequence, as Java's reader gives.
+            ("eda080", "\u{fffd}"),
+            ("edb080", "\u{fffd}"),
+            ("edb880eda0bd", "\u{fffd}\u{fffd}"),
+            ("eda0bdeda0bdedb880", "\u{fffd}😀"),
+            ("2f6c6f6e65eda080", "/lone\u{fffd}"),
+            ("eda0bd41", "\u{fffd}A"),
+            // A lone high before a standard 4-byte character does not pair with it.
+            ("eda0bdf09f9880", "\u{fffd}😀"),
+            // The largest pair, U+10FFFF, and the last BMP character before the surrogates.
+            ("edafbfedbfbf", "\u{10ffff}"),
+            ("ed9fbf", "\u{d7ff}"),
+        ];
+        for (hex, expected) in cases {
+            assert_eq!(decode_str(&unhex(hex)).as_deref(), Ok(*expected), "{hex}");
+        }
+    }
+
+    #[test]
+    fn bytes_no_java_writer_produces_are_invalid_utf8() {
+        for hex in [
+            "ff",
+            "c080",
+            "e080",
+            "f0808080",
+            "f4908080",
+            "80",
+            "ed",
+            "eda0",
+            "eda0bdedb8",
+            "41eda0",
+            "eda0bdff",
+        ] {
+            let error = decode_str(&unhex(hex)).expect_err(hex);
+            assert_eq!(*error.kind(), DecodeErrorKind::InvalidUtf8, "{hex}");
+        }
+    }
+
+    #[test]
+    fn strings_are_written_as_standard_utf8() {
+        let text = Some("us😀er".to_owned());
+        assert_eq!(
+            &text.to_bytes()[..],
+            b"\x00\x00\x00\x08us\xf0\x9f\x98\x80er"
+        );
+    }
+
+    /// Code units as a Java string may hold them: ASCII, other BMP characters, and surrogates
+    /// of both kinds in any order (so pairs, lone ones and reversed ones all occur).
+    fn java_units() -> impl Strategy<Value = Vec<u16>> {
+        proptest::collection::vec(
+            prop_oneof![
+                0x20u16..0x80,
+                0x80u16..0xd800,
+                0xe000u16..=0xffff,
+                0xd800u16..0xdc00,
+                0xdc00u16..0xe000,
+                Just(0xd83d),
+                Just(0xde00),
+            ],
+            0..24,
+        )
+    }
+
+    /// Byte strings made of pieces that matter here: UTF-8 characters, surrogate sequences,
+    /// and arbitrary bytes.
+    fn mixed_bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            prop_oneof![
+                any::<char>().prop_map(|c| c.to_string().into_bytes()),
+                (0xa0u8..=0xbf, 0x80u8..=0xbf).prop_map(|(b1, b2)| vec![0xed, b1, b2]),
+                any::<u8>().prop_map(|b| vec![b]),
+            ],
+            0..16,
+        )
+        .prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn what_java_writes_decodes_as_java_meant(units in java_units()) {
+            let decoded = decode_str(&java_write(&units));
+            prop_assert_eq!(decoded, Ok(String::from_utf16_lossy(&units)));
+        }
+
+        #[test]
+        fn any_string_survives_java_encoding_and_ours(text in "\\PC{0,16}") {
+            let units: Vec<u16> = text.encode_utf16().collect();
+            prop_assert_eq!(decode_str(&java_write(&units)), Ok(text.clone()));
+            prop_assert_eq!(decode_str(text.as_bytes()), Ok(text));
+        }
+
+        #[test]
+        fn decoding_agrees_with_the_reference_and_never_grows(bytes in mixed_bytes()) {
+            let decoded = decode_str(&bytes);
+            prop_assert_eq!(decoded.clone().ok(), reference_decode(&bytes));
+            match decoded {
+                Ok(text) => prop_assert!(text.len() <= bytes.len()),
+                Err(e) => prop_assert_eq!(e.kind(), &DecodeErrorKind::InvalidUtf8),
+            }
+        }
     }
 }

@@ -6,6 +6,10 @@
 //! `zookeeper-jute/src/main/resources/zookeeper.jute` of ZooKeeper 3.8; each record names its
 //! reference class as `"data.X"` (`org.apache.zookeeper.data`) or `"proto.X"`
 //! (`org.apache.zookeeper.proto`). See [`crate::primitive`] for how field types map to the wire.
+//!
+//! A field written `name: T = value` (only ever the last one) takes `value` when the input ends
+//! before it, and is always encoded: `ConnectRequest.read_only`, which clients older than 3.4
+//! do not send.
 
 use bytes::{BufMut, Bytes};
 
@@ -19,7 +23,7 @@ macro_rules! records {
     ($(
         $(#[$meta:meta])*
         $name:ident = $jute:literal {
-            $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty $(= $absent:expr)? ),* $(,)?
         }
     )*) => {
         $(
@@ -40,11 +44,11 @@ macro_rules! records {
             }
 
             impl Decode for $name {
-                const MIN_LEN: usize = 0 $( + <$ty as Decode>::MIN_LEN )*;
+                const MIN_LEN: usize = 0 $( + field_min_len!($ty $(, $absent)?) )*;
                 fn decode(reader: &mut Reader) -> Result<Self, DecodeError> {
                     Ok(Self {
                         $(
-                            $field: <$ty as Decode>::decode(reader).map_err(|e| {
+                            $field: decode_field!(reader, $ty $(, $absent)?).map_err(|e| {
                                 e.within(concat!(stringify!($name), ".", stringify!($field)))
                             })?,
                         )*
@@ -71,10 +75,31 @@ macro_rules! records {
         /// bytes are an error) and encodes it again. `None` if no record has that name.
         ///
         /// This is the hook of the conformance tests and fuzz targets: for every canonical
-        /// encoding, the output equals the input.
+        /// encoding, the output equals the input (see [`same_value_named`] for the others).
         pub fn reencode_named(jute_name: &str, bytes: Bytes) -> Option<Result<Bytes, DecodeError>> {
             match jute_name {
                 $( $jute => Some(crate::reader::decode_exact::<$name>(bytes).map(|r| r.to_bytes())), )*
+                _ => None,
+            }
+        }
+
+        /// Decodes `a` and `b` as the record whose reference class is `jute_name` (each exactly)
+        /// and tells whether they are the same value. `None` if no record has that name.
+        ///
+        /// The value oracle of the conformance tests and fuzz targets, for the encodings that
+        /// decode to a value whose encoding is other bytes (strings in Java's surrogate form, a
+        /// ConnectRequest without its readOnly byte).
+        #[doc(hidden)]
+        pub fn same_value_named(
+            jute_name: &str,
+            a: Bytes,
+            b: Bytes,
+        ) -> Option<Result<bool, DecodeError>> {
+            fn same<T: Decode + PartialEq>(a: Bytes, b: Bytes) -> Result<bool, DecodeError> {
+                Ok(crate::reader::decode_exact::<T>(a)? == crate::reader::decode_exact::<T>(b)?)
+            }
+            match jute_name {
+                $( $jute => Some(same::<$name>(a, b)), )*
                 _ => None,
             }
         }
@@ -90,6 +115,30 @@ macro_rules! records {
                     }
                 }
             )*
+        }
+    };
+}
+
+/// The smallest encoding of a field: nothing for a field that may be absent at the end.
+macro_rules! field_min_len {
+    ($ty:ty) => {
+        <$ty as Decode>::MIN_LEN
+    };
+    ($ty:ty, $absent:expr) => {
+        0
+    };
+}
+
+/// Decodes a field; one that may be absent at the end takes its value when no byte is left.
+macro_rules! decode_field {
+    ($reader:ident, $ty:ty) => {
+        <$ty as Decode>::decode($reader)
+    };
+    ($reader:ident, $ty:ty, $absent:expr) => {
+        if $reader.is_empty() {
+            Ok($absent)
+        } else {
+            <$ty as Decode>::decode($reader)
         }
     };
 }
@@ -149,7 +198,11 @@ records! {
     /// The first frame a client sends on a connection (no request header).
     ///
     /// `read_only` is not part of the 3.8 jute class: the 3.8 Java client appends it by hand
-    /// after the record, and every 3.4+ server reads it.
+    /// after the record, and every 3.4+ server reads it. Clients older than 3.4 do not send it;
+    /// such a request decodes with `read_only: false`, as the Java server reads it
+    /// (`ZooKeeperServer.processConnectRequest`), and re-encodes with the byte. A server that
+    /// answers old clients in kind (a ConnectResponse without its readOnly byte, as the Java
+    /// server does) tells them apart by the length: `frame.len() < request.encoded_len()`.
     ConnectRequest = "proto.ConnectRequest" {
         /// Always 0.
         protocol_version: i32,
@@ -161,8 +214,8 @@ records! {
         session_id: i64,
         /// The session password, 16 zero bytes for a new session.
         passwd: Option<Bytes>,
-        /// Whether the client accepts a read-only server.
-        read_only: bool,
+        /// Whether the client accepts a read-only server; `false` when the byte is absent.
+        read_only: bool = false,
     }
 
     /// The first frame a server sends on a connection (no reply header).

@@ -6,8 +6,11 @@
 //! checked field by field against the values the generator put in.
 //!
 //! Vectors whose label ends in `-cesu8` hold strings with characters the reference writes as
-//! CESU-8 surrogate sequences, which are not UTF-8: our codec rejects them by design (see
-//! `jute::primitive`), and [`cesu8_vectors_are_rejected_as_invalid_utf8`] pins that down.
+//! CESU-8 surrogate sequences, which are not UTF-8. Each has a twin whose label ends in `-utf8`:
+//! the same record with its strings in standard UTF-8 and every unpaired surrogate as U+FFFD,
+//! which is the value our codec must decode the `-cesu8` bytes to (see `jute::primitive`) and
+//! the bytes it re-encodes them as; [`cesu8_vectors_decode_to_the_value_java_serialized`] checks
+//! that. The twins are ordinary vectors otherwise.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -15,11 +18,11 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 use jute::{
-    Acl, ConnectRequest, ConnectResponse, Create2Response, CreateMode, CreateRequest,
-    CreateResponse, CreateTtlRequest, Decode, DecodeErrorKind, DeleteRequest, Encode, ErrorCode,
-    EventType, GetChildrenResponse, GetDataResponse, Id, KeeperState, MultiOp, MultiRequest,
-    MultiResponse, MultiResult, OpCode, Perms, RECORD_NAMES, ReplyHeader, SetDataResponse, Stat,
-    WatcherEvent, decode_exact,
+    Acl, ClientInfo, ConnectRequest, ConnectResponse, Create2Response, CreateMode, CreateRequest,
+    CreateResponse, CreateTtlRequest, Decode, DecodeError, DeleteRequest, Encode, ErrorCode,
+    EventType, GetAclResponse, GetChildrenResponse, GetDataResponse, Id, KeeperState, MultiOp,
+    MultiRequest, MultiResponse, MultiResult, OpCode, Perms, RECORD_NAMES, ReplyHeader,
+    SetDataResponse, Stat, WatcherEvent, WhoAmIResponse, decode_exact,
 };
 
 const VECTORS: &str = include_str!("conformance/vectors.txt");
@@ -29,6 +32,8 @@ const MULTI_NAMES: [&str; 2] = ["MultiRequest", "MultiResponse"];
 
 /// The label suffix of the vectors the reference writes as CESU-8 (see the crate docs).
 const CESU8_SUFFIX: &str = "-cesu8";
+/// The label suffix of their twins in standard UTF-8.
+const UTF8_SUFFIX: &str = "-utf8";
 
 /// One line of `vectors.txt`.
 struct Vector {
@@ -298,15 +303,39 @@ fn the_typed_table_of_this_test_covers_every_record() {
     );
 }
 
+/// [`jute::reencode_named`], and for the multi bodies.
+fn reencode(name: &str, bytes: Bytes) -> Option<Result<Bytes, DecodeError>> {
+    fn typed<T: Decode + Encode>(bytes: Bytes) -> Result<Bytes, DecodeError> {
+        decode_exact::<T>(bytes).map(|value| value.to_bytes())
+    }
+    match name {
+        "MultiRequest" => Some(typed::<MultiRequest>(bytes)),
+        "MultiResponse" => Some(typed::<MultiResponse>(bytes)),
+        _ => jute::reencode_named(name, bytes),
+    }
+}
+
+/// [`jute::same_value_named`], and for the multi bodies.
+fn same_value(name: &str, a: Bytes, b: Bytes) -> Option<Result<bool, DecodeError>> {
+    fn typed<T: Decode + PartialEq>(a: Bytes, b: Bytes) -> Result<bool, DecodeError> {
+        Ok(decode_exact::<T>(a)? == decode_exact::<T>(b)?)
+    }
+    match name {
+        "MultiRequest" => Some(typed::<MultiRequest>(a, b)),
+        "MultiResponse" => Some(typed::<MultiResponse>(a, b)),
+        _ => jute::same_value_named(name, a, b),
+    }
+}
+
 /// The reference writes each UTF-16 code unit on its own, so a character outside the BMP (a
 /// surrogate pair) becomes two 3-byte sequences `ed a0..af ..` `ed b0..bf ..`, and a lone
-/// surrogate one. That is not UTF-8; our decoder rejects it (and our encoder writes the 4-byte
-/// UTF-8 form instead), a documented divergence. If the codec is changed to accept such input,
-/// this test is the one to revise.
+/// surrogate one. Each such vector decodes to the value Java serialized (a pair as its
+/// character, an unpaired surrogate as U+FFFD): the value of its `-utf8` twin, which is also
+/// exactly what it re-encodes as (not its own bytes: we write standard UTF-8).
 #[test]
-fn cesu8_vectors_are_rejected_as_invalid_utf8() {
+fn cesu8_vectors_decode_to_the_value_java_serialized() {
     let cesu8: Vec<&Vector> = vectors().iter().filter(|v| v.is_cesu8()).collect();
-    assert!(!cesu8.is_empty(), "vectors.txt has no -cesu8 vectors");
+    assert!(cesu8.len() >= 10, "vectors.txt has too few -cesu8 vectors");
     let mut problems = Vec::new();
     for v in cesu8 {
         let has_surrogate = v
@@ -316,17 +345,123 @@ fn cesu8_vectors_are_rejected_as_invalid_utf8() {
         if !has_surrogate {
             problems.push(format!("{}: no surrogate sequence in the bytes", v.id()));
         }
-        match jute::reencode_named(v.name, v.bytes.clone()) {
-            Some(Err(e)) if *e.kind() == DecodeErrorKind::InvalidUtf8 => {}
-            Some(Err(e)) => problems.push(format!("{}: wrong error: {e}", v.id())),
-            Some(Ok(_)) => problems.push(format!(
-                "{}: now decodes; move it out of the -cesu8 set (and update this test)",
-                v.id()
+        let stem = &v.label[..v.label.len() - CESU8_SUFFIX.len()];
+        let twin = vector(v.name, &format!("{stem}{UTF8_SUFFIX}"));
+        match same_value(v.name, v.bytes.clone(), twin.bytes.clone()) {
+            Some(Ok(true)) => {}
+            Some(Ok(false)) => problems.push(format!("{}: decodes to another value", v.id())),
+            Some(Err(e)) => problems.push(format!("{}: decode failed: {e}", v.id())),
+            None => problems.push(format!("{}: unknown record name", v.id())),
+        }
+        match reencode(v.name, v.bytes.clone()) {
+            Some(Ok(again)) if again == twin.bytes => {}
+            Some(Ok(again)) => problems.push(format!(
+                "{}: does not re-encode as its twin: {}",
+                v.id(),
+                first_difference(&twin.bytes, &again)
             )),
+            Some(Err(e)) => problems.push(format!("{}: decode failed: {e}", v.id())),
             None => problems.push(format!("{}: unknown record name", v.id())),
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn cesu8_strings_decode_to_the_character_or_replacement() {
+    let user = "us😀er:tpUq/4Pn5A64fVZyQ0gOJ8ZWqkY=";
+    let digest = |id: &str| Id {
+        scheme: s("digest"),
+        id: s(id),
+    };
+    check(
+        "data.Id",
+        "digest-supplementary-cesu8",
+        |v: Id| v,
+        digest(user),
+    );
+    check(
+        "proto.GetACLResponse",
+        "digest-supplementary-cesu8",
+        |v: GetAclResponse| v.acl,
+        Some(vec![
+            Acl {
+                perms: Perms::ALL,
+                id: digest(user),
+            },
+            Acl {
+                perms: Perms::READ,
+                id: world_anyone(),
+            },
+        ]),
+    );
+    check(
+        "proto.WhoAmIResponse",
+        "supplementary-cesu8",
+        |v: WhoAmIResponse| v.client_info,
+        Some(vec![ClientInfo {
+            auth_scheme: s("sasl"),
+            user: s("😀@EXAMPLE.COM"),
+        }]),
+    );
+    check(
+        "proto.WatcherEvent",
+        "supplementary-cesu8",
+        |v: WatcherEvent| v.path,
+        s("/ключ/節點/😀"),
+    );
+    let id = |v: Id| v.id;
+    check("data.Id", "lone-high-cesu8", id, s("high\u{fffd}alone"));
+    check("data.Id", "lone-low-cesu8", id, s("low\u{fffd}alone"));
+    check("data.Id", "reversed-pair-cesu8", id, s("\u{fffd}\u{fffd}"));
+    check("data.Id", "high-then-pair-cesu8", id, s("\u{fffd}😀"));
+    check("data.Id", "high-at-end-cesu8", id, s("end\u{fffd}"));
+    check(
+        "proto.CreateRequest",
+        "lone-surrogate-cesu8",
+        |v: CreateRequest| v.path,
+        s("/lone\u{fffd}"),
+    );
+}
+
+/// Clients older than 3.4 send the ConnectRequest record without the readOnly byte the 3.8
+/// client appends: it decodes, as false (as the Java server reads it), and re-encodes with it.
+#[test]
+fn connect_request_decodes_with_and_without_its_read_only_byte() {
+    let requests: Vec<&Vector> = vectors()
+        .iter()
+        .filter(|v| v.name == "proto.ConnectRequest")
+        .collect();
+    assert!(requests.len() >= 3);
+    for v in requests {
+        let full: ConnectRequest = decode_exact(v.bytes.clone())
+            .unwrap_or_else(|e| panic!("{}: does not decode: {e}", v.id()));
+        let short = v.bytes.slice(..v.bytes.len() - 1);
+        let old: ConnectRequest = decode_exact(short.clone())
+            .unwrap_or_else(|e| panic!("{}: without readOnly: {e}", v.id()));
+        assert_eq!(
+            old,
+            ConnectRequest {
+                read_only: false,
+                ..full.clone()
+            },
+            "{}",
+            v.id()
+        );
+        assert_eq!(old.encoded_len(), v.bytes.len(), "{}", v.id());
+        assert_eq!(old.to_bytes()[..short.len()], short[..], "{}", v.id());
+        assert_eq!(old.to_bytes()[short.len()], 0, "{}", v.id());
+        // Neither one byte less (inside passwd) nor a second trailing byte.
+        let cut = v.bytes.slice(..v.bytes.len() - 2);
+        assert!(decode_exact::<ConnectRequest>(cut).is_err(), "{}", v.id());
+        let mut long = v.bytes.to_vec();
+        long.push(0);
+        assert!(
+            decode_exact::<ConnectRequest>(Bytes::from(long)).is_err(),
+            "{}",
+            v.id()
+        );
+    }
 }
 
 /// The values GenerateVectors.java puts into its typical Stat (every field distinct).

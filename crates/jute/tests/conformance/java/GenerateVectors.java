@@ -21,10 +21,13 @@
  *   (BinaryOutputArchive.stringToByteBuffer), so a character outside the Basic Multilingual Plane
  *   becomes two 3-byte surrogate sequences (CESU-8), and a lone surrogate becomes one 3-byte
  *   surrogate sequence (not '?', as String.getBytes(UTF_8) would give). Neither is valid UTF-8;
- *   the reference's own reader (new String(bytes, UTF_8)) turns them into U+FFFD. Our codec
- *   writes UTF-8 and rejects such input, a documented divergence. Vectors whose strings contain
- *   such characters have labels ending in "-cesu8"; the Rust test expects them to be rejected.
- *   Every other string here is BMP-only, where both encodings agree.
+ *   the reference's own reader (new String(bytes, UTF_8)) turns each 3-byte surrogate sequence
+ *   into one U+FFFD, a valid pair included. Our codec decodes a pair to its character and any
+ *   other surrogate sequence to one U+FFFD, and writes standard UTF-8. Vectors whose strings
+ *   contain such characters have labels ending in "-cesu8", and each has a twin whose label ends
+ *   in "-utf8" instead: the same record written by Utf8Archive below (standard UTF-8, every
+ *   unpaired surrogate as U+FFFD), which is what the Rust codec must decode the "-cesu8" bytes to
+ *   and re-encode them as. Every other string here is BMP-only, where both encodings agree.
  * - ConnectRequest and ConnectResponse have no readOnly field in the 3.8 jute classes. The client
  *   (ClientCnxn.Packet.createBB) writes the request record and then writeBool(readOnly,
  *   "readOnly") on the same archive; the server (ZooKeeperServer.finishSessionInit) does the same
@@ -40,6 +43,8 @@
 
 import java.io.BufferedWriter;
 import java.io.ByteArrayOutputStream;
+import java.io.DataOutput;
+import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.lang.reflect.Field;
@@ -137,14 +142,28 @@ public final class GenerateVectors {
     }
 
     private void emit(String name, String label, Record record, Trailer trailer) throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        write(name, label, record, trailer, BinaryOutputArchive.getArchive(bytes), bytes);
+        if (label.endsWith(CESU8)) {
+            String twin = label.substring(0, label.length() - CESU8.length()) + UTF8;
+            ByteArrayOutputStream utf8 = new ByteArrayOutputStream();
+            write(name, twin, record, trailer, new Utf8Archive(new DataOutputStream(utf8)), utf8);
+        } else if (label.endsWith(UTF8)) {
+            throw new IllegalArgumentException("-utf8 labels are the twins of -cesu8 ones: " + label);
+        }
+    }
+
+    private static final String CESU8 = "-cesu8";
+    private static final String UTF8 = "-utf8";
+
+    private void write(String name, String label, Record record, Trailer trailer,
+            BinaryOutputArchive archive, ByteArrayOutputStream bytes) throws IOException {
         if (!label.matches("[a-z0-9][a-z0-9.-]*")) {
             throw new IllegalArgumentException("bad label: " + label);
         }
         if (!seen.add(name + " " + label)) {
             throw new IllegalArgumentException("duplicate vector: " + name + " " + label);
         }
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        BinaryOutputArchive archive = BinaryOutputArchive.getArchive(bytes);
         record.serialize(archive, "");
         if (trailer != null) {
             trailer.write(archive);
@@ -157,6 +176,32 @@ public final class GenerateVectors {
         }
         out.write(line.toString());
         out.write('\n');
+    }
+
+    /**
+     * The reference archive with one change: strings are written as standard UTF-8 (a surrogate
+     * pair as one 4-byte sequence), every unpaired surrogate as U+FFFD. This gives the twins of
+     * the "-cesu8" vectors: the value a decoder reading Java's form must give, in the form the
+     * Rust codec writes.
+     */
+    private static final class Utf8Archive extends BinaryOutputArchive {
+        Utf8Archive(DataOutput out) {
+            super(out);
+        }
+
+        @Override
+        public void writeString(String s, String tag) throws IOException {
+            if (s == null) {
+                super.writeString(null, tag);
+                return;
+            }
+            int[] codePoints = s.codePoints()
+                    .map(cp -> cp >= Character.MIN_SURROGATE && cp <= Character.MAX_SURROGATE
+                            ? 0xfffd : cp)
+                    .toArray();
+            writeBuffer(new String(codePoints, 0, codePoints.length).getBytes(StandardCharsets.UTF_8),
+                    tag);
+        }
     }
 
     // ---------------------------------------------------------------- values
@@ -187,6 +232,14 @@ public final class GenerateVectors {
     static final String SUPPLEMENTARY = "/\u043a\u043b\u044e\u0447/\u7bc0\u9ede/\ud83d\ude00";
     /** A lone high surrogate, written by the reference as the 3 bytes ed a0 80. */
     static final String LONE_SURROGATE = "/lone\ud800";
+    /** "us😀er": a digest user name outside the BMP. */
+    static final String EMOJI_USER = "us\ud83d\ude00er";
+    /**
+     * Unpaired surrogates every way: a high alone, a low alone, a reversed pair, a high before a
+     * pair, and a high at the end.
+     */
+    static final List<String> LONE_SURROGATES = Arrays.asList(
+            "high\ud800alone", "low\udc00alone", "\ude00\ud83d", "\ud83d\ud83d\ude00", "end\ud83d");
     /** NUL (one 0x00 byte, not modified UTF-8's c0 80) and the 1/2/3-byte boundaries. */
     static final String BOUNDARIES = "a\u0000b\u007f\u0080\u07ff\u0800\ufffd\uffff";
 
@@ -344,6 +397,13 @@ public final class GenerateVectors {
         emit("data.Id", "non-ascii", new Id("x509", "CN=\u043a\u043b\u044e\u0447,O=\u7bc0\u9ede\u00fc"));
         emit("data.Id", "boundaries", new Id("ip", BOUNDARIES));
         emit("data.Id", "supplementary-cesu8", new Id("sasl", "user\ud83d\ude00"));
+        emit("data.Id", "digest-supplementary-cesu8",
+                new Id("digest", EMOJI_USER + ":tpUq/4Pn5A64fVZyQ0gOJ8ZWqkY="));
+        emit("data.Id", "lone-high-cesu8", new Id("sasl", LONE_SURROGATES.get(0)));
+        emit("data.Id", "lone-low-cesu8", new Id("sasl", LONE_SURROGATES.get(1)));
+        emit("data.Id", "reversed-pair-cesu8", new Id("sasl", LONE_SURROGATES.get(2)));
+        emit("data.Id", "high-then-pair-cesu8", new Id("sasl", LONE_SURROGATES.get(3)));
+        emit("data.Id", "high-at-end-cesu8", new Id("sasl", LONE_SURROGATES.get(4)));
 
         emit("data.ACL", "open-all", new ACL(ZooDefs.Perms.ALL, WORLD_ANYONE));
         emit("data.ACL", "read-only", new ACL(ZooDefs.Perms.READ, WORLD_ANYONE));
@@ -360,6 +420,8 @@ public final class GenerateVectors {
         emit("data.ClientInfo", "empty-empty", new ClientInfo("", ""));
         emit("data.ClientInfo", "non-ascii", new ClientInfo("x509", "CN=\u043a\u043b\u044e\u0447"));
         emit("data.ClientInfo", "supplementary-cesu8", new ClientInfo("sasl", "\ud83d\ude00"));
+        emit("data.ClientInfo", "digest-supplementary-cesu8", new ClientInfo("digest", EMOJI_USER));
+        emit("data.ClientInfo", "lone-surrogates-cesu8", new ClientInfo("sasl", "\udc00x\ud800"));
     }
 
     // ---------------------------------------------------------------- session
@@ -495,6 +557,8 @@ public final class GenerateVectors {
             Case<Stat> s = stats.get(i % stats.size());
             emit("proto.Create2Response", p.label + "-" + s.label, new Create2Response(p.value, s.value));
         }
+        emit("proto.Create2Response", "supplementary-cesu8",
+                new Create2Response(SUPPLEMENTARY, typicalStat()));
 
         int[] versions = {-1, 0, MIN_INT, MAX_INT, 7, 1};
         for (int i = 0; i < paths.size(); i++) {
@@ -552,6 +616,9 @@ public final class GenerateVectors {
             emit("proto.SetACLRequest", p.label + "-" + a.label + "-v" + versions[i],
                     new SetACLRequest(p.value, a.value, versions[i]));
         }
+        emit("proto.GetACLResponse", "digest-supplementary-cesu8", new GetACLResponse(Arrays.asList(
+                new ACL(ZooDefs.Perms.ALL, new Id("digest", EMOJI_USER + ":tpUq/4Pn5A64fVZyQ0gOJ8ZWqkY=")),
+                new ACL(ZooDefs.Perms.READ, WORLD_ANYONE)), typicalStat()));
 
         List<Case<List<String>>> lists = stringListCases();
         for (int i = 0; i < lists.size(); i++) {
@@ -563,6 +630,8 @@ public final class GenerateVectors {
         }
         emit("proto.GetChildrenResponse", "supplementary-cesu8",
                 new GetChildrenResponse(Arrays.asList("ok", "\ud83d\ude00")));
+        emit("proto.GetChildrenResponse", "lone-surrogates-cesu8",
+                new GetChildrenResponse(LONE_SURROGATES));
 
         for (Case<String> p : paths) {
             emit("proto.GetAllChildrenNumberRequest", p.label, new GetAllChildrenNumberRequest(p.value));
@@ -593,6 +662,8 @@ public final class GenerateVectors {
             }
             emit("proto.GetEphemeralsResponse", l.label, new GetEphemeralsResponse(l.value));
         }
+        emit("proto.GetEphemeralsResponse", "supplementary-cesu8",
+                new GetEphemeralsResponse(Arrays.asList(NON_ASCII, SUPPLEMENTARY, LONE_SURROGATE)));
     }
 
     // ---------------------------------------------------------------- watches, admin, auth
@@ -753,6 +824,13 @@ public final class GenerateVectors {
         reads2.add(new OpResult.CreateResult("", minStat()));
         reads2.add(new OpResult.ErrorResult(MIN_INT));
         emit("MultiResponse", "nulls-and-extremes", reads2);
+
+        MultiResponse surrogates = new MultiResponse();
+        surrogates.add(new OpResult.CreateResult(SUPPLEMENTARY));
+        surrogates.add(new OpResult.CreateResult(LONE_SURROGATE, typicalStat()));
+        surrogates.add(new OpResult.GetChildrenResult(LONE_SURROGATES));
+        surrogates.add(new OpResult.ErrorResult(KeeperException.Code.NONODE.intValue()));
+        emit("MultiResponse", "surrogates-cesu8", surrogates);
     }
 
     // ---------------------------------------------------------------- main
@@ -763,7 +841,9 @@ public final class GenerateVectors {
         out.write("# Generated by scripts/gen-vectors.sh from the ZooKeeper 3.8 reference serializer"
                 + " (crates/jute/tests/conformance/java/GenerateVectors.java). Do not edit.\n");
         out.write("# Format: <jute-name> <case-label> <lowercase-hex>. Labels ending in -cesu8 hold"
-                + " strings the reference writes as CESU-8 (not UTF-8).\n");
+                + " strings the reference writes as CESU-8 (not UTF-8); each has a twin ending in"
+                + " -utf8: the same value with standard UTF-8 strings (unpaired surrogates as"
+                + " U+FFFD).\n");
         GenerateVectors generator = new GenerateVectors(out);
         generator.data();
         generator.session();
