@@ -12,8 +12,8 @@ use jute::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::connect_string::{ConnectString, HostList};
-use crate::driver::{Command, Driver, Published, ReplyResult, WatchSink};
+use crate::connect_string::ConnectString;
+use crate::driver::{Command, Dialer, Driver, Published, ReplyResult, WatchSink, tcp_dialer};
 use crate::error::{Error, ProtocolError, Result};
 use crate::session::{MultiOperation, Op, Session, SessionConfig, SessionState, WatchedEvent};
 
@@ -184,6 +184,9 @@ pub struct ClientBuilder {
     request_timeout: Option<Duration>,
     shuffle_hosts: bool,
     fail_fast: bool,
+    /// `None`: the session timeout.
+    connect_timeout: Option<Option<Duration>>,
+    backoff: (Duration, Duration),
     close_timeout: Duration,
     watch_capacity: usize,
 }
@@ -198,6 +201,11 @@ impl Default for ClientBuilder {
             request_timeout: None,
             shuffle_hosts: true,
             fail_fast: false,
+            connect_timeout: None,
+            backoff: (
+                crate::session::DEFAULT_MIN_BACKOFF,
+                crate::session::DEFAULT_MAX_BACKOFF,
+            ),
             close_timeout: Duration::from_secs(2),
             watch_capacity: 1024,
         }
@@ -206,7 +214,8 @@ impl Default for ClientBuilder {
 
 impl ClientBuilder {
     /// The defaults: 30 s session timeout, 1,024 requests in flight, the 3.8 frame limit, no
-    /// request timeout, shuffled hosts, no fail-fast.
+    /// request timeout, shuffled hosts, no fail-fast, `connect` gives up after the session
+    /// timeout, reconnect backoff from 20 ms to 1 s.
     pub fn new() -> Self {
         Self::default()
     }
@@ -262,6 +271,27 @@ impl ClientBuilder {
         self
     }
 
+    /// How long [`connect`](Self::connect) tries before it fails with
+    /// [`Error::NoServerReachable`] (naming the hosts tried and the last failure) when no
+    /// server gives it a session. The default is the session timeout; `None` tries without
+    /// bound. Once a session is established, reconnection is bounded by the session's expiry
+    /// instead.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// The reconnect backoff: `min` is its base (zero: reconnect at once), `max` its cap (never
+    /// more than a sixth of the session timeout). Every reconnection waits: up to `min` after a
+    /// connection that stayed up, then twice as long after each further failure in a row (with
+    /// jitter), up to `max`. See [`Backoff`](crate::session::Backoff).
+    #[must_use]
+    pub fn reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff = (min, max.max(min));
+        self
+    }
+
     /// How long [`Client::close`] waits for the server's reply.
     #[must_use]
     pub fn close_timeout(mut self, timeout: Duration) -> Self {
@@ -281,22 +311,33 @@ impl ClientBuilder {
     ///
     /// # Errors
     ///
-    /// A malformed connect string; [`Error::NoServerReachable`] with fail-fast; the session's
-    /// end (for example [`Error::AuthFailed`]) if it came first.
+    /// A malformed connect string; [`Error::NoServerReachable`] with fail-fast or when the
+    /// connect timeout passed; the session's end (for example [`Error::AuthFailed`]) if it
+    /// came first.
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime.
     pub async fn connect(self, connect_string: &str) -> Result<Client> {
+        self.connect_with(connect_string, tcp_dialer()).await
+    }
+
+    /// [`connect`](Self::connect) over the streams `dialer` opens (tests: in-memory streams).
+    pub(crate) async fn connect_with(self, connect_string: &str, dialer: Dialer) -> Result<Client> {
         let parsed: ConnectString = connect_string.parse()?;
-        let hosts = HostList::from_connect_string(&parsed, self.shuffle_hosts, None);
+        let (hosts, chroot) = parsed.into_parts();
         let session = Session::new(SessionConfig {
             session_timeout: self.session_timeout,
             read_only: self.read_only,
             max_in_flight: self.max_in_flight,
             max_frame_len: self.max_frame_len,
-            chroot: parsed.chroot().clone(),
-            hosts: parsed.hosts().len(),
+            chroot,
+            hosts,
+            shuffle_hosts: self.shuffle_hosts,
+            rng_seed: None,
+            backoff: self.backoff,
+            fail_fast: self.fail_fast,
+            connect_timeout: self.connect_timeout.unwrap_or(Some(self.session_timeout)),
             close_timeout: self.close_timeout,
             ..SessionConfig::default()
         });
@@ -310,16 +351,14 @@ impl ClientBuilder {
         let (first_tx, first_rx) = oneshot::channel();
         let driver = Driver {
             session,
-            hosts,
+            dialer,
             commands,
             published: published_tx,
             states: states_tx,
             max_frame_len: self.max_frame_len,
-            fail_fast: self.fail_fast,
             first_connect: Some(first_tx),
             replies: Default::default(),
             watches: Default::default(),
-            attempts: 0,
         };
         tokio::spawn(driver.run());
         let client = Client {
@@ -1076,6 +1115,12 @@ impl Client {
     /// Closes the session: queued calls go first, then closeSession; waits (at most the close
     /// timeout) for the reply. The session's ephemeral nodes are deleted by the server at
     /// once; every watch is reported lost with [`Error::Closed`]. Idempotent.
+    ///
+    /// Returns `Ok` once the session is closed or known to be gone: also when the connection
+    /// drops while closeSession is in flight (the server closes the session, or expires it),
+    /// when no reply comes within the close timeout, and when the session had already ended.
+    /// When it returns, [`state`](Self::state) reads [`SessionState::Closed`] (or the terminal
+    /// state the session had reached before).
     ///
     /// # Errors
     ///

@@ -1,17 +1,15 @@
-//! The connect string (`host:port,host:port/chroot`) and the round-robin host list.
+//! The connect string (`host:port,host:port/chroot`).
 //!
 //! [`ConnectString`] parses the format of Java's `ConnectStringParser`, more strictly: where
 //! Java silently guesses (an empty entry, `host:` without a port, an unbracketed IPv6 address)
 //! this parser returns a [`ConnectStringError`] saying what and where.
 //!
-//! [`HostList`] is the host provider as pure logic: which host to dial next and how long to wait
-//! first. Hosts stay **unresolved** names; the connection driver resolves the chosen host on
-//! every attempt, so DNS changes are picked up on every reconnect (the Java client re-resolves
-//! since ZOOKEEPER-2184).
+//! Hosts stay **unresolved** names: the connection driver resolves the chosen host on every
+//! attempt, so DNS changes are picked up on every reconnect (see
+//! [`HostList`](crate::session::HostList), the rotation over them).
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
 
 use crate::path::{Chroot, InvalidPath};
 
@@ -343,172 +341,6 @@ fn is_ipv6_literal(s: &str) -> bool {
         })
 }
 
-/// The default smallest reconnect backoff of [`HostList`].
-pub const DEFAULT_MIN_BACKOFF: Duration = Duration::from_millis(100);
-/// The default largest reconnect backoff of [`HostList`] (before jitter).
-pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(1);
-
-/// The round-robin host provider, as pure logic (no I/O, no clock).
-///
-/// - The hosts are shuffled once at construction (if asked), then visited round-robin.
-/// - [`HostList::next`] gives the host to dial and the delay to wait before dialing it. There is
-///   no delay while walking through the list for the first time (at start, or after a
-///   successful connection). Each time a **full cycle** of the list has been tried without
-///   success, the next attempt waits a backoff: the minimum (default 100 ms) after the first
-///   failed cycle, doubling after each further one up to the maximum (default 1 s), plus a random
-///   jitter of 0 to 50% of that value; so a delay never exceeds 1.5 times the maximum. All other
-///   attempts of a cycle are not delayed.
-/// - [`HostList::mark_connected`] records that the last host handed out worked: the backoff
-///   and the failed-cycle count reset, and the next cycle (after a disconnect) starts with the
-///   host after that one and ends with it, as Java's `StaticHostProvider` does.
-///
-/// Hosts are unresolved names: the driver resolves the returned host on each attempt, so a
-/// reconnect always sees current DNS.
-///
-/// The Java client paces differently (a random 0–1 s sleep before every reconnect attempt, and
-/// 1 s more on coming back to the last server that worked); this list tries each server of a
-/// cycle immediately and backs off only between cycles.
-#[derive(Debug, Clone)]
-pub struct HostList {
-    hosts: Vec<HostAddr>,
-    /// Index of the host the next call to `next` returns.
-    cursor: usize,
-    /// Index of the last host handed out by `next`.
-    current: Option<usize>,
-    /// Index of the last host marked connected.
-    last_connected: Option<usize>,
-    /// Hosts handed out in the current cycle.
-    attempts_in_cycle: usize,
-    /// Full cycles completed without success since the last success (or construction).
-    failed_cycles: u32,
-    min_backoff: Duration,
-    max_backoff: Duration,
-    rng: fastrand::Rng,
-}
-
-impl HostList {
-    /// A host list over `hosts`, shuffled once if `shuffle`. `rng_seed` makes the shuffle and
-    /// the jitter deterministic (tests); `None` seeds from the system.
-    ///
-    /// # Errors
-    ///
-    /// [`ConnectStringError::NoHosts`] if `hosts` is empty.
-    pub fn new(
-        hosts: Vec<HostAddr>,
-        shuffle: bool,
-        rng_seed: Option<u64>,
-    ) -> Result<HostList, ConnectStringError> {
-        if hosts.is_empty() {
-            return Err(ConnectStringError::NoHosts);
-        }
-        Ok(HostList::new_non_empty(hosts, shuffle, rng_seed))
-    }
-
-    /// A host list over the hosts of `connect_string` (never empty); see [`HostList::new`].
-    pub fn from_connect_string(
-        connect_string: &ConnectString,
-        shuffle: bool,
-        rng_seed: Option<u64>,
-    ) -> HostList {
-        HostList::new_non_empty(connect_string.hosts.clone(), shuffle, rng_seed)
-    }
-
-    fn new_non_empty(mut hosts: Vec<HostAddr>, shuffle: bool, rng_seed: Option<u64>) -> HostList {
-        let mut rng = match rng_seed {
-            Some(seed) => fastrand::Rng::with_seed(seed),
-            None => fastrand::Rng::new(),
-        };
-        if shuffle {
-            rng.shuffle(&mut hosts);
-        }
-        HostList {
-            hosts,
-            cursor: 0,
-            current: None,
-            last_connected: None,
-            attempts_in_cycle: 0,
-            failed_cycles: 0,
-            min_backoff: DEFAULT_MIN_BACKOFF,
-            max_backoff: DEFAULT_MAX_BACKOFF,
-            rng,
-        }
-    }
-
-    /// Sets the backoff range: the delay after the first failed cycle is `min`, doubling up to
-    /// `max` (raised to `min` if smaller), each plus up to 50% jitter. A zero `min` disables
-    /// the backoff.
-    #[must_use]
-    pub fn with_backoff(mut self, min: Duration, max: Duration) -> HostList {
-        self.min_backoff = min;
-        self.max_backoff = max.max(min);
-        self
-    }
-
-    /// The hosts, in visiting order (after the shuffle); never empty.
-    pub fn hosts(&self) -> &[HostAddr] {
-        &self.hosts
-    }
-
-    /// The next host to dial: its index in [`HostList::hosts`], the host, and the delay to wait
-    /// before dialing it (`None`: dial at once).
-    ///
-    /// A call that starts a new cycle after a full cycle without success first increments
-    /// [`HostList::cycles_without_success`], so a driver that gives up after one failed cycle
-    /// checks that count right after this call, before dialing.
-    #[allow(clippy::should_implement_trait)] // Endless, and lends the host: not an Iterator.
-    pub fn next(&mut self) -> (usize, &HostAddr, Option<Duration>) {
-        let mut delay = None;
-        if self.attempts_in_cycle >= self.hosts.len() {
-            self.attempts_in_cycle = 0;
-            self.failed_cycles = self.failed_cycles.saturating_add(1);
-            delay = self.backoff();
-        }
-        let index = self.cursor % self.hosts.len();
-        self.cursor = (index + 1) % self.hosts.len();
-        self.attempts_in_cycle += 1;
-        self.current = Some(index);
-        (index, &self.hosts[index], delay)
-    }
-
-    /// Records that the host last returned by [`HostList::next`] accepted the connection (the
-    /// session handshake succeeded): resets the backoff and the failed-cycle count, and makes
-    /// the next cycle start after that host. Does nothing if `next` was never called.
-    pub fn mark_connected(&mut self) {
-        if let Some(index) = self.current {
-            self.last_connected = Some(index);
-            self.cursor = (index + 1) % self.hosts.len();
-            self.attempts_in_cycle = 0;
-            self.failed_cycles = 0;
-        }
-    }
-
-    /// The host last marked connected, if any.
-    pub fn last_connected(&self) -> Option<&HostAddr> {
-        self.last_connected.and_then(|i| self.hosts.get(i))
-    }
-
-    /// How many full cycles through the list have failed since construction or the last
-    /// [`HostList::mark_connected`]. Counted when [`HostList::next`] starts the next cycle.
-    pub fn cycles_without_success(&self) -> u32 {
-        self.failed_cycles
-    }
-
-    /// The delay for the current failed-cycle count (at least 1): `min * 2^(n-1)` capped at
-    /// `max`, plus 0..=50% jitter; `None` if that is zero.
-    fn backoff(&mut self) -> Option<Duration> {
-        let doublings = self.failed_cycles.saturating_sub(1);
-        let factor = 1u32.checked_shl(doublings).unwrap_or(u32::MAX);
-        let base = self
-            .min_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff);
-        let base_nanos = u64::try_from(base.as_nanos()).unwrap_or(u64::MAX);
-        let jitter = self.rng.u64(0..=base_nanos / 2);
-        let delay = base.saturating_add(Duration::from_nanos(jitter));
-        (!delay.is_zero()).then_some(delay)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,10 +442,6 @@ mod tests {
         assert_eq!(
             ConnectString::new(Vec::new(), Chroot::none()),
             Err(ConnectStringError::NoHosts)
-        );
-        assert_eq!(
-            HostList::new(Vec::new(), false, None).err(),
-            Some(ConnectStringError::NoHosts)
         );
     }
 
@@ -805,152 +633,6 @@ mod tests {
         assert_eq!(chroot.as_str(), Some("/x/y"));
     }
 
-    fn addrs(n: usize) -> Vec<HostAddr> {
-        (0..n).map(|i| h(&format!("h{i}"), 2181)).collect()
-    }
-
-    fn take(list: &mut HostList, n: usize) -> Vec<(usize, Option<Duration>)> {
-        (0..n)
-            .map(|_| {
-                let (i, host, delay) = list.next();
-                assert_eq!(host.host, format!("h{i}"));
-                (i, delay)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn no_shuffle_keeps_order_and_round_robins() {
-        let mut list = HostList::new(addrs(3), false, Some(1)).expect("hosts");
-        assert_eq!(list.hosts(), addrs(3));
-        let order: Vec<usize> = take(&mut list, 7).into_iter().map(|(i, _)| i).collect();
-        assert_eq!(order, [0, 1, 2, 0, 1, 2, 0]);
-    }
-
-    #[test]
-    fn shuffle_keeps_the_hosts_and_is_seeded() {
-        let mut shuffled = HostList::new(addrs(20), true, Some(7))
-            .expect("hosts")
-            .hosts()
-            .to_vec();
-        let again = HostList::new(addrs(20), true, Some(7)).expect("hosts");
-        assert_eq!(shuffled, again.hosts());
-        assert_ne!(shuffled, addrs(20), "20 hosts should not stay in order");
-        shuffled.sort_by_key(|a| a.host[1..].parse::<usize>().unwrap_or(usize::MAX));
-        assert_eq!(shuffled, addrs(20));
-    }
-
-    #[test]
-    fn first_cycle_has_no_delay_then_backoff_grows() {
-        let mut list = HostList::new(addrs(2), false, Some(3)).expect("hosts");
-        let ms = Duration::from_millis;
-        // First cycle: immediately.
-        assert_eq!(take(&mut list, 2), [(0, None), (1, None)]);
-        assert_eq!(list.cycles_without_success(), 0);
-        let mut expected_base = ms(100);
-        for cycle in 1..=8u32 {
-            let (i, _, delay) = list.next();
-            assert_eq!(i, 0);
-            assert_eq!(list.cycles_without_success(), cycle);
-            let delay = delay.expect("backoff after a failed cycle");
-            assert!(delay >= expected_base && delay <= expected_base * 3 / 2);
-            // The rest of the cycle: no delay.
-            assert_eq!(list.next().2, None);
-            expected_base = (expected_base * 2).min(ms(1000));
-        }
-    }
-
-    #[test]
-    fn backoff_resets_and_order_continues_after_the_host_that_worked() {
-        let mut list = HostList::new(addrs(4), false, Some(5)).expect("hosts");
-        assert_eq!(list.last_connected(), None);
-        take(&mut list, 4);
-        take(&mut list, 4);
-        take(&mut list, 2); // third cycle: h0, h1
-        assert_eq!(list.cycles_without_success(), 2);
-        list.mark_connected(); // h1 worked
-        assert_eq!(list.cycles_without_success(), 0);
-        assert_eq!(list.last_connected(), Some(&h("h1", 2181)));
-        // Disconnected: start after h1, end with h1, no delay; then back off again.
-        let attempts = take(&mut list, 5);
-        assert_eq!(attempts[..4], [(2, None), (3, None), (0, None), (1, None)]);
-        assert_eq!(attempts[4].0, 2);
-        let delay = attempts[4]
-            .1
-            .expect("a failed cycle delays the next attempt");
-        assert!(delay >= Duration::from_millis(100) && delay <= Duration::from_millis(150));
-        assert_eq!(list.cycles_without_success(), 1);
-    }
-
-    #[test]
-    fn delay_after_reconnect_cycle() {
-        let mut list = HostList::new(addrs(3), false, Some(9)).expect("hosts");
-        list.next();
-        list.mark_connected(); // h0
-        let attempts = take(&mut list, 4);
-        let order: Vec<usize> = attempts.iter().map(|a| a.0).collect();
-        assert_eq!(order, [1, 2, 0, 1]);
-        assert!(attempts[..3].iter().all(|a| a.1.is_none()));
-        let delay = attempts[3].1.expect("delayed");
-        assert!(delay >= Duration::from_millis(100) && delay <= Duration::from_millis(150));
-        assert_eq!(list.cycles_without_success(), 1);
-    }
-
-    #[test]
-    fn single_host() {
-        let mut list = HostList::new(addrs(1), true, Some(1)).expect("hosts");
-        assert_eq!(list.next().2, None);
-        assert!(list.next().2.is_some());
-        assert_eq!(list.cycles_without_success(), 1);
-        list.mark_connected();
-        assert_eq!(list.next(), (0, &h("h0", 2181), None));
-        assert!(list.next().2.is_some());
-    }
-
-    #[test]
-    fn mark_connected_before_next_is_a_no_op() {
-        let mut list = HostList::new(addrs(2), false, Some(1)).expect("hosts");
-        list.mark_connected();
-        assert_eq!(list.last_connected(), None);
-        assert_eq!(list.next().0, 0);
-    }
-
-    #[test]
-    fn custom_and_disabled_backoff() {
-        let ms = Duration::from_millis;
-        let mut list = HostList::new(addrs(1), false, Some(2))
-            .expect("hosts")
-            .with_backoff(ms(10), ms(40));
-        list.next();
-        let delays: Vec<Duration> = (0..6).filter_map(|_| list.next().2).collect();
-        assert_eq!(delays.len(), 6);
-        for (delay, base) in delays.iter().zip([10, 20, 40, 40, 40, 40]) {
-            assert!(
-                *delay >= ms(base) && *delay <= ms(base) * 3 / 2,
-                "{delay:?}"
-            );
-        }
-        let mut list = HostList::new(addrs(1), false, Some(2))
-            .expect("hosts")
-            .with_backoff(Duration::ZERO, Duration::ZERO);
-        assert!((0..5).all(|_| list.next().2.is_none()));
-        assert_eq!(list.cycles_without_success(), 4);
-        // max below min is raised to min.
-        let mut list = HostList::new(addrs(1), false, Some(2))
-            .expect("hosts")
-            .with_backoff(ms(50), ms(1));
-        list.next();
-        let delay = list.next().2.expect("delayed");
-        assert!(delay >= ms(50) && delay <= ms(75));
-    }
-
-    #[test]
-    fn from_connect_string() {
-        let cs = ConnectString::parse("a:1,b:2,c:3").expect("valid");
-        let list = HostList::from_connect_string(&cs, false, None);
-        assert_eq!(list.hosts(), cs.hosts());
-    }
-
     fn host_addr() -> impl Strategy<Value = HostAddr> {
         let host = prop_oneof![
             "[a-z][a-z0-9.-]{0,10}",
@@ -976,56 +658,6 @@ mod tests {
             if let Ok(cs) = ConnectString::parse(&s) {
                 prop_assert!(!cs.hosts().is_empty());
                 prop_assert!(cs.hosts().iter().all(|h| h.port != 0 && !h.host.is_empty()));
-            }
-        }
-
-        #[test]
-        fn round_robin_visits_every_host_once_per_cycle(
-            n in 1usize..8,
-            seed in any::<u64>(),
-            connect_after in proptest::option::of(0usize..20),
-            cycles in 1usize..5,
-        ) {
-            let mut list = HostList::new(addrs(n), true, Some(seed)).expect("hosts");
-            if let Some(k) = connect_after {
-                for _ in 0..=k {
-                    list.next();
-                }
-                list.mark_connected();
-            }
-            for cycle in 0..cycles {
-                let mut seen: Vec<usize> = (0..n)
-                    .map(|j| {
-                        let (i, _, delay) = list.next();
-                        // Only the first attempt of a cycle after the first may wait.
-                        assert_eq!(delay.is_some(), j == 0 && cycle > 0);
-                        i
-                    })
-                    .collect();
-                seen.sort_unstable();
-                prop_assert_eq!(seen, (0..n).collect::<Vec<_>>());
-            }
-            prop_assert_eq!(list.cycles_without_success() as usize, cycles - 1);
-        }
-
-        #[test]
-        fn backoff_is_bounded(
-            seed in any::<u64>(),
-            min_ms in 0u64..500,
-            max_ms in 0u64..5000,
-            failures in 1usize..70,
-        ) {
-            let min = Duration::from_millis(min_ms);
-            let max = Duration::from_millis(max_ms).max(min);
-            let mut list = HostList::new(addrs(1), false, Some(seed))
-                .expect("hosts")
-                .with_backoff(min, max);
-            list.next();
-            for _ in 0..failures {
-                if let Some(delay) = list.next().2 {
-                    prop_assert!(delay >= min);
-                    prop_assert!(delay <= max * 3 / 2);
-                }
             }
         }
     }

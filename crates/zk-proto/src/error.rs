@@ -53,8 +53,9 @@ macro_rules! server_errors {
                 /// The client's frame limit.
                 max: usize,
             },
-            /// The server broke the protocol (for example a reply out of order); the
-            /// connection was dropped and is being re-established.
+            /// The server broke the protocol. When a call gets it, that call's reply could
+            /// not be decoded (its frame was intact: the connection and the other calls are
+            /// not affected); a retry would get the same reply, so it is not retryable.
             Protocol(ProtocolError),
             /// The client was closed, by [`close`](crate::Client::close) or because every
             /// handle was dropped.
@@ -65,12 +66,17 @@ macro_rules! server_errors {
                 /// The stream's capacity.
                 capacity: usize,
             },
-            /// No server could be reached while connecting with fail-fast on.
+            /// No session could be established: with fail-fast, one attempt on every host
+            /// failed; otherwise the connect timeout
+            /// ([`ClientBuilder::connect_timeout`](crate::ClientBuilder::connect_timeout))
+            /// passed.
             NoServerReachable {
-                /// How many connection attempts were made.
+                /// How many connection attempts failed.
                 attempts: u32,
-                /// The last attempt's failure.
-                last_error: String,
+                /// The hosts tried (`host:port`), in the order of the host list.
+                hosts: Vec<String>,
+                /// How the last attempt failed.
+                last_error: ConnectFailure,
             },
         }
 
@@ -181,7 +187,6 @@ impl Error {
                 | Error::RequestTimeout
                 | Error::Throttled
                 | Error::SessionMoved
-                | Error::Protocol(_)
         )
     }
 
@@ -199,10 +204,7 @@ impl Error {
 
     /// Whether the outcome of the call is unknown: it may have been applied.
     pub fn is_outcome_unknown(&self) -> bool {
-        matches!(
-            self,
-            Error::ConnectionLoss | Error::RequestTimeout | Error::Protocol(_)
-        )
+        matches!(self, Error::ConnectionLoss | Error::RequestTimeout)
     }
 }
 
@@ -234,10 +236,12 @@ impl fmt::Display for Error {
             ),
             Error::NoServerReachable {
                 attempts,
+                hosts,
                 last_error,
             } => write!(
                 f,
-                "no server reachable after {attempts} attempts; last: {last_error}"
+                "no server reachable after {attempts} attempts (tried {}); last: {last_error}",
+                hosts.join(", ")
             ),
             _ => f.write_str("error"),
         }
@@ -264,6 +268,58 @@ impl From<InvalidPath> for Error {
 impl From<ConnectStringError> for Error {
     fn from(e: ConnectStringError) -> Self {
         Error::InvalidConnectString(e)
+    }
+}
+
+/// How one connection attempt failed (the last one is reported in
+/// [`Error::NoServerReachable`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// Resolving the host or opening the TCP connection failed (refused, unreachable, unknown
+    /// host).
+    #[error("{message}")]
+    Io {
+        /// The kind of I/O error.
+        kind: std::io::ErrorKind,
+        /// The error's text.
+        message: String,
+    },
+    /// The TCP connection was not open within the attempt's budget.
+    #[error("connecting timed out after {} ms", .0.as_millis())]
+    ConnectTimedOut(std::time::Duration),
+    /// The server accepted the connection but did not answer the session handshake within the
+    /// attempt's budget.
+    #[error("the handshake timed out after {} ms", .0.as_millis())]
+    HandshakeTimedOut(std::time::Duration),
+    /// The connection ended before a session was established (for example a server that is
+    /// not serving, or a read-only server refusing a client that does not accept read-only
+    /// mode).
+    #[error("the connection ended before a session was established: {0}")]
+    Closed(String),
+    /// The server's handshake reply was malformed.
+    #[error("malformed handshake reply: {0}")]
+    Protocol(ProtocolError),
+    /// No attempt was made.
+    #[error("no attempt was made")]
+    NotAttempted,
+}
+
+impl ConnectFailure {
+    /// The failure for an I/O error of the driver.
+    pub fn from_io(error: &std::io::Error) -> Self {
+        ConnectFailure::Io {
+            kind: error.kind(),
+            message: error.to_string(),
+        }
+    }
+
+    /// The failure for the cause of a lost connection.
+    pub fn from_error(error: &Error) -> Self {
+        match error {
+            Error::Protocol(error) => ConnectFailure::Protocol(error.clone()),
+            other => ConnectFailure::Closed(other.to_string()),
+        }
     }
 }
 

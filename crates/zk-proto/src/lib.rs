@@ -39,7 +39,7 @@ pub use client::{
     Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
     PersistentWatcher,
 };
-pub use error::{Error, ProtocolError, Result};
+pub use error::{ConnectFailure, Error, ProtocolError, Result};
 pub use jute;
 pub use jute::{Acl, AddWatchMode, CreateMode, EventType, Id, Perms, Stat, WatcherType};
 pub use session::{MultiOperation, SessionState, WatchedEvent};

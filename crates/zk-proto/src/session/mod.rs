@@ -5,6 +5,7 @@
 //! bytes; every protocol decision is made here, so the tests of this module drive a whole
 //! session with scripted server frames and a virtual clock.
 
+mod reconnect;
 mod request;
 mod state;
 mod timing;
@@ -19,16 +20,18 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use jute::{
-    AuthPacket, ConnectRequest, ConnectResponse, Encode, ErrorCode, EventType, KeeperState,
-    MultiResponse, MultiResult, OpCode, Response, ServerMessage, decode_exact,
+    AuthPacket, ConnectRequest, ConnectResponse, Decode, Encode, ErrorCode, EventType, KeeperState,
+    MultiResponse, MultiResult, OpCode, Reader, ReplyHeader, Response, ServerMessage, decode_exact,
 };
 
+pub use reconnect::{Backoff, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, HostList};
 pub use request::{MAX_TTL_MS, MultiOperation, Op};
 pub use state::SessionState;
 pub use timing::Timing;
 pub use watch::WatchKind;
 
-use crate::error::{Error, ProtocolError};
+use crate::connect_string::HostAddr;
+use crate::error::{ConnectFailure, Error, ProtocolError};
 use crate::path::Chroot;
 use jute::codes::xid as reserved;
 use request::{AfterReply, Encoded};
@@ -52,8 +55,22 @@ pub struct SessionConfig {
     pub max_frame_len: usize,
     /// The chroot applied to every path.
     pub chroot: Chroot,
-    /// The number of hosts in the connect string (the connect timeout is `T / hosts`).
-    pub hosts: usize,
+    /// The servers, from the connect string (never empty: an empty list is taken as
+    /// `127.0.0.1:2181`). One attempt may take `T / hosts` (at most `T/3`).
+    pub hosts: Vec<HostAddr>,
+    /// Visit the hosts in a random order (shuffled once), not in the given one.
+    pub shuffle_hosts: bool,
+    /// Seeds the host shuffle and the backoff jitter (deterministic tests); `None` seeds from
+    /// the system.
+    pub rng_seed: Option<u64>,
+    /// The reconnect backoff's base and cap (see [`Backoff`]).
+    pub backoff: (Duration, Duration),
+    /// Before the first session: give up ([`Error::NoServerReachable`]) once one attempt on
+    /// every host failed.
+    pub fail_fast: bool,
+    /// Before the first session: give up ([`Error::NoServerReachable`]) when no session was
+    /// established this long after the first attempt began; `None` tries without bound.
+    pub connect_timeout: Option<Duration>,
     /// How long `close` waits for the server's reply.
     pub close_timeout: Duration,
     /// The cap on the encoded paths of one SetWatches request.
@@ -68,7 +85,12 @@ impl Default for SessionConfig {
             max_in_flight: 1024,
             max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
             chroot: Chroot::none(),
-            hosts: 1,
+            hosts: Vec::new(),
+            shuffle_hosts: true,
+            rng_seed: None,
+            backoff: (DEFAULT_MIN_BACKOFF, DEFAULT_MAX_BACKOFF),
+            fail_fast: false,
+            connect_timeout: Some(Duration::from_secs(30)),
             close_timeout: Duration::from_secs(2),
             set_watches_max_bytes: 128 * 1024,
         }
@@ -118,18 +140,26 @@ pub enum SessionEvent {
     /// The driver must drop the current connection (the session already counts it as
     /// gone). The reason is for diagnostics.
     DropConnection(Error),
+    /// No session could be established (fail-fast, or the connect timeout): the session is
+    /// over ([`SessionState::Closed`]); the error is [`Error::NoServerReachable`].
+    GaveUp(Error),
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Link {
-    /// No connection.
-    Down,
-    /// The ConnectRequest is (about to be) sent; waiting for the ConnectResponse.
-    Handshaking { since: Instant },
-    /// The session is established on this connection.
+    /// No connection; the next attempt may begin at `retry_at` (`None`: at once).
+    Down { retry_at: Option<Instant> },
+    /// The driver is opening a TCP connection to host `host` (index in the host list); the
+    /// attempt began at `since`.
+    Dialing { since: Instant, host: usize },
+    /// The ConnectRequest is (about to be) sent; waiting for the ConnectResponse. `since`: when
+    /// the attempt began (one budget covers the TCP connect and the handshake).
+    Handshaking { since: Instant, connected: Instant },
+    /// The session is established on this connection, open since `connected`.
     Up {
         last_send: Instant,
         last_recv: Instant,
+        connected: Instant,
     },
 }
 
@@ -160,13 +190,17 @@ struct Pending {
 /// The session state machine.
 ///
 /// Inputs: [`submit`](Self::submit), [`add_auth`](Self::add_auth), [`close`](Self::close),
-/// [`handle_connected`](Self::handle_connected), [`handle_frame`](Self::handle_frame),
+/// [`handle_connected`](Self::handle_connected),
+/// [`handle_connect_failed`](Self::handle_connect_failed), [`handle_frame`](Self::handle_frame),
 /// [`handle_disconnected`](Self::handle_disconnected), [`handle_timeout`](Self::handle_timeout),
-/// [`forget_watch`](Self::forget_watch). Outputs: [`poll_transmit`](Self::poll_transmit) (one
-/// frame body; the frame codec adds the length), [`poll_timeout`](Self::poll_timeout) (when to
+/// [`reconnect_to`](Self::reconnect_to), [`forget_watch`](Self::forget_watch). Outputs:
+/// [`poll_connect`](Self::poll_connect) (the host to dial, when the backoff allows),
+/// [`poll_transmit_into`](Self::poll_transmit_into) (one whole frame, length prefix included,
+/// appended to the connection's write buffer), [`poll_timeout`](Self::poll_timeout) (when to
 /// call `handle_timeout` next), [`poll_event`](Self::poll_event).
 ///
-/// The session never reads the clock: every input carries `now`.
+/// The session never reads the clock: every input carries `now`. It owns the host rotation and
+/// the reconnect backoff (see [`Backoff`]): the driver dials what `poll_connect` hands out.
 #[derive(Debug)]
 pub struct Session {
     config: SessionConfig,
@@ -208,19 +242,43 @@ pub struct Session {
     deadlines: BTreeSet<(Instant, RequestId)>,
     closing: Option<(RequestId, Instant)>,
     events: VecDeque<SessionEvent>,
+    hosts: HostList,
+    backoff: Backoff,
+    rng: fastrand::Rng,
+    /// Before the first session: when the first attempt began, the attempts that failed, the
+    /// hosts they went to, and how the last one failed (for [`Error::NoServerReachable`]).
+    first_attempt: Option<Instant>,
+    /// The host of the current or last attempt.
+    current_host: Option<usize>,
+    failed_attempts: u32,
+    tried: BTreeSet<usize>,
+    last_failure: Option<ConnectFailure>,
 }
 
 const HEADER_LEN: usize = 8;
 
 impl Session {
     /// A session that has not connected yet.
-    pub fn new(config: SessionConfig) -> Self {
-        let timing = Timing::new(config.session_timeout, config.hosts);
+    pub fn new(mut config: SessionConfig) -> Self {
+        if config.hosts.is_empty() {
+            config.hosts.push(HostAddr::new(
+                "127.0.0.1",
+                crate::connect_string::DEFAULT_PORT,
+            ));
+        }
+        let timing = Timing::new(config.session_timeout, config.hosts.len());
+        let mut rng = match config.rng_seed {
+            Some(seed) => fastrand::Rng::with_seed(seed),
+            None => fastrand::Rng::new(),
+        };
+        let hosts = HostList::new(config.hosts.clone(), config.shuffle_hosts, &mut rng)
+            .unwrap_or_else(|_| unreachable!("the host list was made non-empty above"));
+        let backoff = Backoff::new(config.backoff.0, config.backoff.1);
         Self {
             config,
             timing,
             state: SessionState::Connecting,
-            link: Link::Down,
+            link: Link::Down { retry_at: None },
             session_id: 0,
             passwd: Bytes::from_static(&[0; 16]),
             negotiated: None,
@@ -242,6 +300,14 @@ impl Session {
             deadlines: BTreeSet::new(),
             closing: None,
             events: VecDeque::new(),
+            hosts,
+            backoff,
+            rng,
+            first_attempt: None,
+            current_host: None,
+            failed_attempts: 0,
+            tried: BTreeSet::new(),
+            last_failure: None,
         }
     }
 
@@ -280,7 +346,34 @@ impl Session {
 
     /// Whether the session wants a connection (it has none and is not over).
     pub fn wants_connection(&self) -> bool {
-        matches!(self.link, Link::Down) && !self.state.is_terminal() && self.closing.is_none()
+        matches!(self.link, Link::Down { .. })
+            && !self.state.is_terminal()
+            && self.closing.is_none()
+    }
+
+    /// Whether a connection attempt handed out by [`poll_connect`](Self::poll_connect) is
+    /// still wanted: when it is not (it timed out, the session ended), the driver drops it.
+    pub fn is_dialing(&self) -> bool {
+        matches!(self.link, Link::Dialing { .. })
+    }
+
+    /// The hosts, in visiting order.
+    pub fn hosts(&self) -> &[HostAddr] {
+        self.hosts.hosts()
+    }
+
+    /// The index (in [`hosts`](Self::hosts)) of the host of the current or last connection
+    /// attempt.
+    pub fn current_host(&self) -> Option<usize> {
+        match self.link {
+            Link::Dialing { host, .. } => Some(host),
+            _ => self.current_host,
+        }
+    }
+
+    /// Failed connection attempts in a row (the reconnect backoff grows with them).
+    pub fn consecutive_failures(&self) -> u32 {
+        self.backoff.failures()
     }
 
     /// Requests sent and not answered yet.
@@ -382,6 +475,7 @@ impl Session {
         }
         self.closing = Some((id, now + self.config.close_timeout));
         if matches!(self.link, Link::Up { .. }) {
+            // Sent after everything queued before it.
             let encoded = Encoded {
                 op_code: OpCode::CLOSE_SESSION,
                 body: Bytes::new(),
@@ -394,12 +488,56 @@ impl Session {
         id
     }
 
-    /// A connection to a server is open: the session queues its ConnectRequest.
-    pub fn handle_connected(&mut self, now: Instant) {
-        if !self.wants_connection() {
-            return;
+    /// The host to dial now, with its index in [`hosts`](Self::hosts), if the session wants a
+    /// connection and the reconnect backoff has passed ([`poll_timeout`](Self::poll_timeout)
+    /// includes that moment). The attempt then runs until
+    /// [`handle_connected`](Self::handle_connected) or
+    /// [`handle_connect_failed`](Self::handle_connect_failed), or until its budget (the
+    /// connect timeout of [`Timing`]) runs out in [`handle_timeout`](Self::handle_timeout);
+    /// [`is_dialing`](Self::is_dialing) then turns false and the driver drops it.
+    pub fn poll_connect(&mut self, now: Instant) -> Option<(usize, HostAddr)> {
+        let Link::Down { retry_at } = self.link else {
+            return None;
+        };
+        if !self.wants_connection() || retry_at.is_some_and(|at| now < at) {
+            return None;
         }
-        self.link = Link::Handshaking { since: now };
+        let (index, host) = self.hosts.next();
+        let host = host.clone();
+        self.first_attempt.get_or_insert(now);
+        self.current_host = Some(index);
+        self.link = Link::Dialing {
+            since: now,
+            host: index,
+        };
+        Some((index, host))
+    }
+
+    /// The attempt handed out by [`poll_connect`](Self::poll_connect) failed before a
+    /// connection was open (resolution, refusal, unreachable host, its budget).
+    pub fn handle_connect_failed(&mut self, now: Instant, failure: ConnectFailure) {
+        if matches!(self.link, Link::Dialing { .. }) {
+            tracing::debug!(%failure, "connection attempt failed");
+            self.attempt_ended(now, None, Some(failure));
+        }
+    }
+
+    /// A connection to a server is open: the session queues its ConnectRequest. Normally the
+    /// answer to [`poll_connect`](Self::poll_connect); also taken while the session wants a
+    /// connection without having handed one out (scripted tests).
+    pub fn handle_connected(&mut self, now: Instant) {
+        let since = match self.link {
+            Link::Dialing { since, .. } => since,
+            Link::Down { .. } if self.wants_connection() => {
+                self.first_attempt.get_or_insert(now);
+                now
+            }
+            _ => return,
+        };
+        self.link = Link::Handshaking {
+            since,
+            connected: now,
+        };
         self.control.clear();
         self.ping_queued = false;
         let request = ConnectRequest {
@@ -419,8 +557,27 @@ impl Session {
 
     /// The connection was lost (closed by the server, an I/O error, or a frame error).
     pub fn handle_disconnected(&mut self, now: Instant, cause: Error) {
-        if !matches!(self.link, Link::Down) {
-            self.lose_connection(now, cause, false);
+        match self.link {
+            Link::Down { .. } => {}
+            Link::Dialing { .. } => {
+                self.attempt_ended(now, None, Some(ConnectFailure::from_error(&cause)));
+            }
+            Link::Handshaking { .. } | Link::Up { .. } => {
+                self.lose_connection(now, cause, false);
+            }
+        }
+    }
+
+    /// Leaves the current server for host `index` (a read/write server found while
+    /// read-only): the connection is dropped ([`SessionEvent::DropConnection`]) and that host
+    /// is dialed next, at once.
+    pub fn reconnect_to(&mut self, now: Instant, index: usize) {
+        if matches!(self.link, Link::Up { .. }) {
+            self.lose_connection(now, Error::ConnectionLoss, true);
+            self.hosts.prefer(index);
+            if let Link::Down { retry_at } = &mut self.link {
+                *retry_at = None;
+            }
         }
     }
 
@@ -456,12 +613,17 @@ impl Session {
     /// A frame arrived (its body, without the length prefix).
     pub fn handle_frame(&mut self, now: Instant, frame: Bytes) {
         match self.link {
-            Link::Down => {}
+            Link::Down { .. } | Link::Dialing { .. } => {}
             Link::Handshaking { .. } => self.handle_connect_response(now, frame),
-            Link::Up { last_send, .. } => {
+            Link::Up {
+                last_send,
+                connected,
+                ..
+            } => {
                 self.link = Link::Up {
                     last_send,
                     last_recv: now,
+                    connected,
                 };
                 if let Err(error) = self.handle_message(frame) {
                     tracing::warn!(%error, "protocol violation; dropping the connection");
@@ -487,13 +649,28 @@ impl Session {
             self.finish_close();
             return;
         }
+        if !self.established
+            && let (Some(first), Some(limit)) = (self.first_attempt, self.config.connect_timeout)
+            && now >= first + limit
+            && !self.state.is_terminal()
+            && self.closing.is_none()
+        {
+            self.give_up(now);
+            return;
+        }
+        let budget = self.timing.connect_timeout;
         match self.link {
-            Link::Handshaking { since } if now >= since + self.timing.connect_timeout => {
-                self.lose_connection(now, Error::ConnectionLoss, true);
+            Link::Dialing { since, .. } if now >= since + budget => {
+                let failure = ConnectFailure::ConnectTimedOut(budget);
+                self.attempt_ended(now, None, Some(failure));
+            }
+            Link::Handshaking { since, .. } if now >= since + budget => {
+                self.handshake_failed(now, ConnectFailure::HandshakeTimedOut(budget));
             }
             Link::Up {
                 last_send,
                 last_recv,
+                ..
             } => {
                 if now >= last_recv + self.timing.read_timeout {
                     tracing::info!(
@@ -512,6 +689,11 @@ impl Session {
                     self.control.push_back(Outgoing::Raw(ping.to_bytes()));
                     self.ping_queued = true;
                 }
+            }
+            // The backoff is over: the next attempt may begin at once (and the timer, having
+            // fired, is no longer asked for).
+            Link::Down { retry_at: Some(at) } if now >= at => {
+                self.link = Link::Down { retry_at: None }
             }
             _ => {}
         }
@@ -534,13 +716,23 @@ impl Session {
 
     // ----- outputs -----
 
-    /// The next frame body to send, if any.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Bytes> {
-        let frame = match self.link {
-            Link::Down => return None,
-            Link::Handshaking { .. } => match self.control.pop_front()? {
-                Outgoing::Raw(frame) => frame,
-                Outgoing::Request { .. } => return None,
+    /// Appends the next frame to send, length prefix included, to `buf` (the connection's
+    /// write buffer: the body is written there directly, with no intermediate copy). Returns
+    /// whether it appended one.
+    ///
+    /// A request counts as sent from this call on: the driver should take frames only while
+    /// its buffer has room, so that requests it cannot write yet stay queued here (and are
+    /// sent on the next connection if this one is lost).
+    pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut BytesMut) -> bool {
+        match self.link {
+            Link::Down { .. } | Link::Dialing { .. } => return false,
+            Link::Handshaking { .. } => match self.control.front() {
+                Some(Outgoing::Raw(_)) => {
+                    if let Some(Outgoing::Raw(frame)) = self.control.pop_front() {
+                        put_frame(buf, &frame);
+                    }
+                }
+                _ => return false,
             },
             Link::Up { .. } => {
                 if let Some(outgoing) = self.control.pop_front() {
@@ -550,25 +742,44 @@ impl Session {
                                 self.ping_queued = false;
                                 self.pings_in_flight.push_back(now);
                             }
-                            frame
+                            put_frame(buf, &frame);
                         }
-                        Outgoing::Request { id, encoded } => self.send_request(now, id, encoded),
+                        Outgoing::Request { id, encoded } => {
+                            self.send_request(now, id, encoded, buf);
+                        }
                     }
-                } else if self.pending.len() < self.config.max_in_flight {
-                    let (id, encoded) = self.outbox.pop_front()?;
-                    self.send_request(now, Some(id), encoded)
+                } else if self.pending.len() < self.config.max_in_flight
+                    && let Some((id, encoded)) = self.outbox.pop_front()
+                {
+                    self.send_request(now, Some(id), encoded, buf);
                 } else {
-                    return None;
+                    return false;
                 }
             }
-        };
-        if let Link::Up { last_recv, .. } = self.link {
+        }
+        if let Link::Up {
+            last_recv,
+            connected,
+            ..
+        } = self.link
+        {
             self.link = Link::Up {
                 last_send: now,
                 last_recv,
+                connected,
             };
         }
-        Some(frame)
+        true
+    }
+
+    /// The next frame body to send, if any, without its length prefix: a convenience over
+    /// [`poll_transmit_into`](Self::poll_transmit_into) for scripted tests and tools.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Bytes> {
+        let mut buf = BytesMut::new();
+        if !self.poll_transmit_into(now, &mut buf) {
+            return None;
+        }
+        Some(buf.split_off(4).freeze())
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must be called next.
@@ -579,17 +790,33 @@ impl Session {
             consider(deadline);
         }
         match self.link {
-            Link::Handshaking { since } => consider(since + self.timing.connect_timeout),
+            Link::Dialing { since, .. } | Link::Handshaking { since, .. } => {
+                consider(since + self.timing.connect_timeout);
+            }
             Link::Up {
                 last_send,
                 last_recv,
+                ..
             } => {
                 consider(last_recv + self.timing.read_timeout);
                 if !self.ping_queued {
                     consider(last_send + self.timing.ping_interval);
                 }
             }
-            Link::Down => {}
+            Link::Down { retry_at } => {
+                if let Some(at) = retry_at
+                    && self.wants_connection()
+                {
+                    consider(at);
+                }
+            }
+        }
+        if !self.established
+            && !self.state.is_terminal()
+            && self.closing.is_none()
+            && let (Some(first), Some(limit)) = (self.first_attempt, self.config.connect_timeout)
+        {
+            consider(first + limit);
         }
         if !matches!(self.link, Link::Up { .. })
             && let Some(expiry) = self.local_expiry()
@@ -638,12 +865,21 @@ impl Session {
             .to_bytes()
     }
 
-    fn send_request(&mut self, now: Instant, id: Option<RequestId>, encoded: Encoded) -> Bytes {
+    fn send_request(
+        &mut self,
+        now: Instant,
+        id: Option<RequestId>,
+        encoded: Encoded,
+        buf: &mut BytesMut,
+    ) {
         let xid = self.xids.next();
-        let mut frame = BytesMut::with_capacity(HEADER_LEN + encoded.body.len());
-        frame.put_i32(xid);
-        frame.put_i32(encoded.op_code.0);
-        frame.put_slice(&encoded.body);
+        let len = HEADER_LEN + encoded.body.len();
+        buf.reserve(4 + len);
+        // Checked against the frame limit at submit; SetWatches batches are capped below it.
+        buf.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+        buf.put_i32(xid);
+        buf.put_i32(encoded.op_code.0);
+        buf.put_slice(&encoded.body);
         self.pending.push_back(Pending {
             xid,
             id,
@@ -651,7 +887,6 @@ impl Session {
             after: encoded.after,
             sent_at: now,
         });
-        frame.freeze()
     }
 
     fn reply(&mut self, id: RequestId, result: Result<Response, Error>, watch_armed: bool) {
@@ -688,8 +923,7 @@ impl Session {
         let response: ConnectResponse = match decode_exact(frame) {
             Ok(response) => response,
             Err(error) => {
-                let error = Error::Protocol(ProtocolError::Decode(error));
-                self.lose_connection(now, error, true);
+                self.handshake_failed(now, ConnectFailure::Protocol(ProtocolError::Decode(error)));
                 return;
             }
         };
@@ -720,19 +954,21 @@ impl Session {
         self.session_id = response.session_id;
         self.passwd = response.passwd.unwrap_or_default();
         self.negotiated = Some(negotiated);
-        self.timing = Timing::new(negotiated, self.config.hosts);
+        self.timing = Timing::new(negotiated, self.config.hosts.len());
         self.established = true;
         self.seen_rw_server |= !read_only;
-        // The ConnectRequest went out when the handshake began.
+        // The ConnectRequest went out when the connection opened.
         let handshake_sent = match self.link {
-            Link::Handshaking { since } => since,
+            Link::Handshaking { connected, .. } => connected,
             _ => now,
         };
         self.answered(handshake_sent);
         self.link = Link::Up {
             last_send: now,
             last_recv: now,
+            connected: handshake_sent,
         };
+        self.hosts.mark_connected();
         tracing::debug!(
             session_id = format_args!("{:#x}", self.session_id),
             timeout_ms = response.time_out,
@@ -836,10 +1072,8 @@ impl Session {
                     });
                 }
                 let op_code = head.op_code;
-                let message = ServerMessage::decode(frame, |_| op_code)?;
-                let ServerMessage::Reply { header, body } = message else {
-                    return Err(ProtocolError::UnexpectedResponse("reply"));
-                };
+                let mut reader = Reader::new(frame);
+                let header = ReplyHeader::decode(&mut reader)?;
                 let Some(pending) = self.pending.pop_front() else {
                     return Err(ProtocolError::UnknownXid(xid));
                 };
@@ -847,7 +1081,21 @@ impl Session {
                     self.last_zxid = header.zxid;
                 }
                 self.answered(pending.sent_at);
-                self.complete(pending, header.err, body);
+                if header.err != ErrorCode::OK {
+                    // No body then; whatever bytes follow are ignored, as Java does.
+                    self.complete(pending, header.err, None);
+                    return Ok(());
+                }
+                match Response::decode(op_code, reader.into_rest()) {
+                    Ok(body) => self.complete(pending, header.err, Some(body)),
+                    Err(error) => {
+                        // The frame boundary is intact: only this call failed. It fails with
+                        // a non-retryable error (the same reply would come again), and the
+                        // connection and the other requests are not touched.
+                        tracing::warn!(op = %op_code, %error, "undecodable reply body");
+                        self.failed_reply(pending, ProtocolError::Decode(error));
+                    }
+                }
                 Ok(())
             }
         }
@@ -857,6 +1105,16 @@ impl Session {
     fn answered(&mut self, sent: Instant) {
         if self.last_answered_send.is_none_or(|last| sent > last) {
             self.last_answered_send = Some(sent);
+        }
+    }
+
+    /// A reply whose body could not be decoded: its caller gets the error; a closeSession
+    /// still closes.
+    fn failed_reply(&mut self, pending: Pending, error: ProtocolError) {
+        if pending.op_code == OpCode::CLOSE_SESSION {
+            self.finish_close();
+        } else if let Some(id) = pending.id {
+            self.reply(id, Err(Error::Protocol(error)), false);
         }
     }
 
@@ -976,16 +1234,49 @@ impl Session {
         }
     }
 
+    /// The handshake failed (timed out, or its reply was malformed).
+    fn handshake_failed(&mut self, now: Instant, failure: ConnectFailure) {
+        let cause = match &failure {
+            ConnectFailure::Protocol(error) => Error::Protocol(error.clone()),
+            _ => Error::ConnectionLoss,
+        };
+        tracing::debug!(%failure, "handshake failed");
+        self.lose_connection_with(now, cause, true, Some(failure));
+    }
+
     /// The connection is gone: everything in flight fails with ConnectionLoss (it may or
-    /// may not have been applied); queued requests wait for the next connection.
+    /// may not have been applied); queued requests wait for the next connection, which the
+    /// backoff schedules.
     fn lose_connection(&mut self, now: Instant, cause: Error, tell_driver: bool) {
-        let _ = now;
-        self.link = Link::Down;
+        self.lose_connection_with(now, cause, tell_driver, None);
+    }
+
+    fn lose_connection_with(
+        &mut self,
+        now: Instant,
+        cause: Error,
+        tell_driver: bool,
+        failure: Option<ConnectFailure>,
+    ) {
+        let (lasted, failure) = match self.link {
+            Link::Up { connected, .. } => (Some(now.saturating_duration_since(connected)), None),
+            Link::Handshaking { .. } => (
+                None,
+                Some(failure.unwrap_or_else(|| ConnectFailure::from_error(&cause))),
+            ),
+            Link::Dialing { .. } | Link::Down { .. } => (None, failure),
+        };
+        self.link = Link::Down { retry_at: None };
         self.control.clear();
         self.ping_queued = false;
         self.pings_in_flight.clear();
+        // The closeSession in flight is not failed: a session whose close was sent is
+        // closed (or expires) whatever its reply; `finish_close` answers the closer.
+        let closer = self.closing.map(|(id, _)| id);
         for pending in std::mem::take(&mut self.pending) {
-            if let Some(id) = pending.id {
+            if let Some(id) = pending.id
+                && Some(id) != closer
+            {
                 self.reply(id, Err(Error::ConnectionLoss), false);
             }
         }
@@ -997,9 +1288,80 @@ impl Session {
         }
         if self.closing.is_some() {
             self.finish_close();
+            return;
         } else if self.state.is_connected() {
             self.set_state(SessionState::Disconnected);
         }
+        self.attempt_ended(now, lasted, failure);
+    }
+
+    /// A connection attempt or a connection ended (`lasted`: how long the connection was up,
+    /// `None` if it never got a session): schedules the next attempt after the backoff and,
+    /// before the first session, counts the failure (and gives up with fail-fast once every
+    /// host failed).
+    fn attempt_ended(
+        &mut self,
+        now: Instant,
+        lasted: Option<Duration>,
+        failure: Option<ConnectFailure>,
+    ) {
+        let session_timeout = self.negotiated.unwrap_or(self.config.session_timeout);
+        self.backoff
+            .ended(lasted.unwrap_or(Duration::ZERO), session_timeout);
+        let delay = self.backoff.delay(session_timeout, &mut self.rng);
+        self.link = Link::Down {
+            retry_at: Some(now + delay),
+        };
+        if self.established || lasted.is_some() {
+            return;
+        }
+        self.failed_attempts = self.failed_attempts.saturating_add(1);
+        if let Some(host) = self.current_host {
+            self.tried.insert(host);
+        }
+        if failure.is_some() {
+            self.last_failure = failure;
+        }
+        if self.config.fail_fast
+            && self.failed_attempts as usize >= self.hosts.hosts().len()
+            && !self.state.is_terminal()
+            && self.closing.is_none()
+        {
+            self.give_up(now);
+        }
+    }
+
+    /// No session could be established in time: the session ends with
+    /// [`Error::NoServerReachable`], naming the hosts tried and the last failure.
+    fn give_up(&mut self, now: Instant) {
+        // An attempt still running counts, with how long it ran.
+        match self.link {
+            Link::Dialing { since, host } => {
+                self.failed_attempts = self.failed_attempts.saturating_add(1);
+                self.tried.insert(host);
+                self.last_failure = Some(ConnectFailure::ConnectTimedOut(now - since));
+            }
+            Link::Handshaking { since, .. } => {
+                self.failed_attempts = self.failed_attempts.saturating_add(1);
+                if let Some(host) = self.current_host {
+                    self.tried.insert(host);
+                }
+                self.last_failure = Some(ConnectFailure::HandshakeTimedOut(now - since));
+            }
+            _ => {}
+        }
+        let hosts = self.hosts.hosts();
+        let error = Error::NoServerReachable {
+            attempts: self.failed_attempts,
+            hosts: self.tried.iter().map(|&i| hosts[i].to_string()).collect(),
+            last_error: self
+                .last_failure
+                .clone()
+                .unwrap_or(ConnectFailure::NotAttempted),
+        };
+        tracing::info!(%error, "giving up connecting");
+        self.events.push_back(SessionEvent::GaveUp(error.clone()));
+        self.terminate(SessionState::Closed, error);
     }
 
     fn finish_close(&mut self) {
@@ -1013,20 +1375,23 @@ impl Session {
     /// Ends the session for good: every request fails with `error`, every watch is lost.
     fn terminate(&mut self, state: SessionState, error: Error) {
         let closer = self.closing.take().map(|(id, _)| id);
+        self.terminate_except(state, error, closer);
         if let Some(id) = closer {
-            // The close is done, whatever ended the session.
+            // The close is done, whatever ended the session (after the state event, so that
+            // the closer sees the final state when it is answered).
             self.reply(id, Ok(Response::Empty), false);
         }
-        self.terminate_except(state, error, closer);
     }
 
     fn terminate_except(&mut self, state: SessionState, error: Error, closer: Option<RequestId>) {
         if self.state.is_terminal() {
             return;
         }
-        let was_linked = !matches!(self.link, Link::Down);
-        self.link = Link::Down;
+        let was_linked = !matches!(self.link, Link::Down { .. });
+        self.link = Link::Down { retry_at: None };
         self.control.clear();
+        // The state first: a caller woken by the error below reads the state that caused it.
+        self.set_state(state);
         let mut failed: Vec<RequestId> = Vec::new();
         failed.extend(
             std::mem::take(&mut self.pending)
@@ -1056,11 +1421,17 @@ impl Session {
             });
         }
         self.deadlines.clear();
-        self.set_state(state);
         if was_linked {
             self.events.push_back(SessionEvent::DropConnection(error));
         }
     }
+}
+
+/// Appends `body` to `buf` as one frame (4-byte big-endian length, then the body).
+fn put_frame(buf: &mut BytesMut, body: &[u8]) {
+    buf.reserve(4 + body.len());
+    buf.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
+    buf.put_slice(body);
 }
 
 fn is_ping(frame: &Bytes) -> bool {

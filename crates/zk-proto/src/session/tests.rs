@@ -282,12 +282,14 @@ fn a_reply_with_nothing_in_flight_is_a_protocol_error() {
 }
 
 #[test]
-fn undecodable_frames_drop_the_connection() {
+fn an_undecodable_reply_body_fails_only_its_call() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);
-    h.submit(get_data("/a", false));
+    h.events();
+    let first = h.submit(get_data("/a", false));
+    let second = h.submit(get_data("/b", false));
     let sent = h.sent();
-    // A body cut short.
+    // The first reply's body is cut short; its header (and the frame boundary) is intact.
     let mut bad = frame(
         ok(sent[0].0.xid, 3),
         GetDataResponse {
@@ -297,13 +299,57 @@ fn undecodable_frames_drop_the_connection() {
     );
     bad.truncate(bad.len() - 1);
     h.server_says(bad);
+    h.server_says(frame(
+        ok(sent[1].0.xid, 4),
+        GetDataResponse {
+            data: Some(Bytes::from_static(b"b")),
+            stat: stat(1),
+        },
+    ));
+    let events = h.events();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(_))),
+        "{events:?}"
+    );
+    let replies = replies(&events);
+    assert_eq!(replies.len(), 2, "{events:?}");
+    assert_eq!(replies[0].0, first);
+    let error = replies[0]
+        .1
+        .as_ref()
+        .expect_err("the undecodable reply fails");
+    assert!(
+        matches!(error, Error::Protocol(ProtocolError::Decode(_))),
+        "{error:?}"
+    );
+    assert!(!error.is_retryable(), "the same reply would come again");
+    assert_eq!(replies[1].0, second);
+    assert!(replies[1].1.is_ok(), "{:?}", replies[1].1);
+    assert_eq!(h.session.state(), SessionState::Connected);
+}
+
+#[test]
+fn frames_without_a_readable_header_or_event_drop_the_connection() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    // No room for a reply header: the stream cannot be trusted.
+    h.server_says(Bytes::from_static(b"\x00\x01"));
     assert!(
         h.events()
             .iter()
             .any(|e| matches!(e, SessionEvent::DropConnection(Error::Protocol(_))))
     );
+    // A notification cut short: an event may be lost, so the connection is dropped (the
+    // watches are re-registered on the next one).
+    h.advance(Duration::from_secs(2));
     h.establish(1, 30_000);
-    h.server_says(Bytes::from_static(b"\x00\x01"));
+    h.events();
+    let mut bad = notification(EventType::NODE_DATA_CHANGED, "/a");
+    bad.truncate(bad.len() - 1);
+    h.server_says(bad);
     assert!(
         h.events()
             .iter()
@@ -361,7 +407,9 @@ fn silence_for_the_read_timeout_drops_the_connection() {
 #[test]
 fn a_handshake_without_answer_times_out_after_t_over_n() {
     let mut h = Harness::new(SessionConfig {
-        hosts: 3,
+        hosts: (1..=3)
+            .map(|p| crate::connect_string::HostAddr::new("h", p))
+            .collect(),
         ..config()
     });
     h.connect();
@@ -808,6 +856,47 @@ fn close_without_answer_gives_up_after_the_close_timeout() {
     h.advance(Duration::from_secs(2));
     assert_eq!(h.session.state(), SessionState::Closed);
     assert!(replies(&h.events()).contains(&(close, Ok(Response::Empty))));
+}
+
+#[test]
+fn a_close_whose_connection_drops_in_flight_is_answered_ok_after_the_closed_state() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    let other = h.submit(get_data("/a", false));
+    let close = h.session.close(h.now);
+    let sent = h.sent();
+    assert_eq!(
+        sent.last().map(|s| s.0.op_code),
+        Some(OpCode::CLOSE_SESSION)
+    );
+    h.events();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let events = h.events();
+    // The request before it lost its connection; the close itself is done.
+    assert!(replies(&events).contains(&(other, Err(Error::ConnectionLoss))));
+    let to_closer: Vec<_> = replies(&events)
+        .into_iter()
+        .filter(|(id, _)| *id == close)
+        .collect();
+    assert_eq!(
+        to_closer,
+        [(close, Ok(Response::Empty))],
+        "exactly one answer"
+    );
+    // The closed state comes before the closer's answer: the driver publishes it first.
+    let state_at = events
+        .iter()
+        .position(|e| *e == SessionEvent::State(SessionState::Closed))
+        .expect("a Closed state event");
+    let close_at = events
+        .iter()
+        .position(|e| matches!(e, SessionEvent::Reply { id, .. } if *id == close))
+        .expect("the closer's reply");
+    assert!(state_at < close_at, "{events:?}");
+    // Nothing more to do: no reconnection is wanted.
+    assert_eq!(h.session.state(), SessionState::Closed);
+    assert!(!h.session.wants_connection());
+    assert_eq!(h.session.poll_connect(h.now), None);
 }
 
 #[test]
