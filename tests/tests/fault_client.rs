@@ -17,7 +17,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, timeout};
-use zk_proto::{Client, ClientBuilder, CreateOptions, Error, MultiOperation, SessionState};
+use zk_proto::session::Backoff;
+use zk_proto::{
+    Client, ClientBuilder, ConnectFailure, CreateOptions, Error, MultiOperation, SessionState,
+};
 use zk_testkit::ZkServer;
 use zk_testkit::fault::{FIXED_DATA, FaultProxy, HUGE_LENGTH, HostileServer, Misbehaviour};
 
@@ -33,11 +36,6 @@ const HOSTILE_TIMEOUT: Duration = Duration::from_secs(12);
 
 /// What "promptly" means for a client that detects a violation by itself.
 const PROMPT: Duration = Duration::from_secs(2);
-
-/// The client's reconnect backoff after each failed cycle, without jitter
-/// (`connect_string::DEFAULT_MIN_BACKOFF` doubling up to `DEFAULT_MAX_BACKOFF`).
-const BACKOFF_MIN: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 async fn bounded<T>(what: &str, within: Duration, future: impl Future<Output = T>) -> T {
     match timeout(within, future).await {
@@ -65,21 +63,11 @@ async fn wait_for_state(client: &Client, state: SessionState, within: Duration) 
     );
 }
 
-/// The most connection attempts a single-host client can make in `window`: one at once
-/// after the loss, then one after each backoff (100 ms, 200 ms, ... up to 1 s, jitter only
-/// adds to them).
-fn max_attempts(window: Duration) -> u64 {
-    let mut attempts = 1;
-    let mut elapsed = Duration::ZERO;
-    let mut delay = BACKOFF_MIN;
-    loop {
-        elapsed += delay;
-        if elapsed > window {
-            return attempts;
-        }
-        attempts += 1;
-        delay = (delay * 2).min(BACKOFF_MAX);
-    }
+/// The most connection attempts a client with the default backoff can make in `window` after
+/// it lost a connection that stayed up (each wait at its shortest; see
+/// `zk_proto::session::Backoff`).
+fn max_attempts(window: Duration, session_timeout: Duration) -> u64 {
+    Backoff::default().max_attempts_within(window, session_timeout)
 }
 
 async fn server() -> Arc<ZkServer> {
@@ -458,7 +446,7 @@ async fn an_unreachable_server_honours_deadlines_expires_the_session_and_backs_o
 
     // Reconnect attempts over the window: bounded by the backoff, yet it kept trying.
     let attempts = proxy.accepted() - before;
-    let bound = max_attempts(expired_after) + 1;
+    let bound = max_attempts(expired_after, session_timeout) + 1;
     eprintln!(
         "{attempts} connection attempts in {expired_after:?} ({:.1}/s; bound {bound})",
         attempts as f64 / expired_after.as_secs_f64()
@@ -553,15 +541,13 @@ async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_once() {
+    const SESSION_TIMEOUT: Duration = Duration::from_secs(20);
     const WATCHES: usize = 10_000;
     const BATCH: usize = 500;
     let _serial = SERIAL.lock().await;
     let server = server().await;
-    let (proxy, client) = connect_through(
-        &server,
-        Client::builder().session_timeout(Duration::from_secs(20)),
-    )
-    .await;
+    let (proxy, client) =
+        connect_through(&server, Client::builder().session_timeout(SESSION_TIMEOUT)).await;
     let session = client.session_id();
     client
         .create("/w", "", &CreateOptions::persistent())
@@ -646,7 +632,7 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
         "every watch re-registered once on the restarted server: {wchs}"
     );
     let attempts = proxy.accepted() - before;
-    let bound = max_attempts(reconnected_after) + 1;
+    let bound = max_attempts(reconnected_after, SESSION_TIMEOUT) + 1;
     eprintln!("{attempts} connection attempts over {reconnected_after:?} (bound {bound})");
     assert!(
         (1..=bound).contains(&attempts),
@@ -751,4 +737,216 @@ async fn a_reconnection_that_the_server_never_answers_costs_one_attempt_not_the_
     eprintln!("resumed {reconnected_after:?} after the cut");
     silent_task.abort();
     client.close().await.expect("close");
+}
+
+/// `close()` whose connection drops while closeSession is in flight (the server applied it,
+/// its reply is lost): `Ok`, the state reads `Closed`, and the session is really gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_is_ok_when_the_connection_drops_while_close_session_is_in_flight() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let (proxy, client) = connect_through(&server, Client::builder()).await;
+    let observer = bounded("connect", GUARD, Client::connect(&server.connect_string()))
+        .await
+        .expect("connect");
+    client
+        .create("/closing", "", &CreateOptions::ephemeral())
+        .await
+        .expect("create");
+    let cut = proxy.cut_after_request(jute::OpCode::CLOSE_SESSION);
+    let closed = bounded("close", GUARD, client.close()).await;
+    assert!(
+        cut.has_fired(),
+        "the closeSession went through the armed proxy"
+    );
+    assert_eq!(closed, Ok(()));
+    assert_eq!(client.state(), SessionState::Closed);
+    assert_eq!(
+        observer.exists("/closing").await,
+        Ok(None),
+        "the server closed the session (its ephemeral node is gone)"
+    );
+    assert_eq!(client.exists("/").await, Err(Error::Closed));
+}
+
+/// When `close().await` returns, `state()` reads `Closed` (the state is published before the
+/// closer is answered): 200 sessions against the real server, on a multi-threaded runtime
+/// where the closer may run on the other thread than the connection task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_has_published_closed_when_it_returns() {
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    for run in 0..200 {
+        let client = bounded("connect", GUARD, Client::connect(&server.connect_string()))
+            .await
+            .expect("connect");
+        bounded("close", GUARD, client.close())
+            .await
+            .expect("close");
+        assert_eq!(client.state(), SessionState::Closed, "run {run}");
+    }
+}
+
+/// `connect` without fail-fast no longer waits for ever: after the session timeout (the
+/// default connect timeout) it fails with `NoServerReachable`, naming every host tried and
+/// the last failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_to_no_server_gives_up_after_the_session_timeout_naming_the_hosts() {
+    let session_timeout = Duration::from_secs(2);
+    let ports = zk_testkit::free_ports(2).expect("free ports");
+    let hosts: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let started = Instant::now();
+    let result = bounded(
+        "connect",
+        GUARD,
+        Client::builder()
+            .session_timeout(session_timeout)
+            .connect(&hosts.join(",")),
+    )
+    .await;
+    let took = started.elapsed();
+    let Err(Error::NoServerReachable {
+        attempts,
+        hosts: tried,
+        last_error,
+    }) = result
+    else {
+        panic!("{result:?}");
+    };
+    assert!(
+        took >= session_timeout && took < session_timeout + Duration::from_secs(1),
+        "gave up after {took:?}"
+    );
+    assert!(attempts >= 2, "{attempts} attempts");
+    let mut tried = tried;
+    tried.sort();
+    let mut expected = hosts.clone();
+    expected.sort();
+    assert_eq!(tried, expected);
+    assert!(
+        matches!(
+            last_error,
+            ConnectFailure::Io {
+                kind: std::io::ErrorKind::ConnectionRefused,
+                ..
+            }
+        ),
+        "{last_error:?}"
+    );
+}
+
+/// `connect_timeout(None)` keeps the old behaviour on request: it waits past the session
+/// timeout for a server, and connects once one answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_without_a_timeout_waits_until_a_server_answers() {
+    let session_timeout = Duration::from_secs(1);
+    let _serial = SERIAL.lock().await;
+    let server = server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    proxy.refuse(true);
+    let builder = Client::builder()
+        .session_timeout(session_timeout)
+        .connect_timeout(None);
+    let connect_string = proxy.connect_string();
+    let connecting = tokio::spawn(async move { builder.connect(&connect_string).await });
+    // A window of observation of three session timeouts: still trying, not given up.
+    tokio::time::sleep(session_timeout * 3).await;
+    assert!(!connecting.is_finished(), "connect gave up");
+    assert!(proxy.accepted() >= 3, "{} attempts", proxy.accepted());
+    proxy.refuse(false);
+    let client = bounded("connect", GUARD, connecting)
+        .await
+        .expect("connect task")
+        .expect("connects once the server answers");
+    assert_eq!(client.state(), SessionState::Connected);
+    client.close().await.expect("close");
+}
+
+/// A server that accepts the connection and never answers the handshake: the attempt ends at
+/// its budget and is reported as a handshake timeout, not as a connection loss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_handshake_is_reported_as_a_timeout() {
+    let session_timeout = Duration::from_secs(3);
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the silent listener");
+    let addr = silent.local_addr().expect("silent address");
+    let silent_task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let started = Instant::now();
+    let result = bounded(
+        "connect",
+        GUARD,
+        Client::builder()
+            .session_timeout(session_timeout)
+            .fail_fast(true)
+            .connect(&addr.to_string()),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            &result,
+            Err(Error::NoServerReachable {
+                attempts: 1,
+                last_error: ConnectFailure::HandshakeTimedOut(_),
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    // One attempt's budget: at most T/3.
+    assert!(
+        took >= session_timeout / 3 && took < session_timeout / 3 + Duration::from_secs(1),
+        "gave up after {took:?}"
+    );
+    silent_task.abort();
+}
+
+/// A server that sends a malformed watch event right after every handshake (the connection
+/// then drops): the client backs off, a handful of attempts per second instead of thousands,
+/// and resumes the same session once the server behaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_breaks_every_connection_sees_a_handful_of_attempts_per_second() {
+    let window = Duration::from_secs(3);
+    let server = HostileServer::start_storm().await.expect("hostile server");
+    let client = bounded(
+        "connect",
+        GUARD,
+        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
+    )
+    .await
+    .expect("the first handshake succeeds");
+    let session = client.session_id();
+    let before = server.connections();
+    // A window of observation: how many attempts the storm draws.
+    tokio::time::sleep(window).await;
+    let attempts = server.connections() - before;
+    let bound = max_attempts(window, HOSTILE_TIMEOUT) + 1;
+    eprintln!("{attempts} connection attempts in {window:?} (bound {bound})");
+    assert!(
+        (3..=bound).contains(&attempts),
+        "{attempts} attempts in {window:?}, at most {bound} with the backoff"
+    );
+    server.behave();
+    // A handshake that began after `behave` is served correctly (one already under way may
+    // still get the event): wait for one, then for the session on it.
+    let seen = server.connect_requests().len();
+    let requests = bounded(
+        "a reconnection",
+        GUARD,
+        server.wait_for_connect_requests(seen + 1),
+    )
+    .await;
+    assert_eq!(requests.last().map(|r| r.session_id), Some(session));
+    wait_for_state(&client, SessionState::Connected, HOSTILE_TIMEOUT).await;
+    assert_eq!(client.session_id(), session, "the session was resumed");
+    let (data, _) = bounded("get_data", GUARD, client.get_data("/any"))
+        .await
+        .expect("served once the server behaves");
+    assert_eq!(&data[..], FIXED_DATA);
 }

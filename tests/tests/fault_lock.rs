@@ -486,6 +486,21 @@ async fn a_lost_create_reply_ends_with_our_node_or_none() {
 /// about a millisecond (a fraction of a percent of the runs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_holder_learns_it_lost_the_lock_before_the_rival_gets_it() {
+    frozen_holder(false).await;
+}
+
+/// Scenario 4 while the holder's process is also writing more than the stalled peer takes:
+/// 60 `setData` calls of 900 KB queued right after the freeze, so a write to the socket stays
+/// pending (the proxy stops reading). The session's clock must not stop with it: the guard
+/// reports `Suspended` at the read timeout and the loss before the rival is granted, exactly
+/// as without the writes, and every one of those calls ends with a definite error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_holder_with_a_write_stuck_in_the_socket_still_learns_it_lost_the_lock() {
+    frozen_holder(true).await;
+}
+
+/// The body of the two frozen-holder tests; `stuck_write`: queue writes the peer never takes.
+async fn frozen_holder(stuck_write: bool) {
     let _serial = SERIAL.lock().await;
     let server = server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
@@ -517,6 +532,13 @@ async fn a_frozen_holder_learns_it_lost_the_lock_before_the_rival_gets_it() {
     let frozen_for = SESSION * 3 / 2;
     let frozen_at = Instant::now();
     proxy.freeze_for(frozen_for);
+    let writes: Vec<_> = if stuck_write {
+        (0..60)
+            .map(|_| tokio::spawn(holder_client.set_data("/fault/stuck", vec![7u8; 900_000], None)))
+            .collect()
+    } else {
+        Vec::new()
+    };
 
     let suspended = within("suspension", SESSION, holder.lost()).await;
     let suspended_after = frozen_at.elapsed();
@@ -549,6 +571,15 @@ async fn a_frozen_holder_learns_it_lost_the_lock_before_the_rival_gets_it() {
         "the holder learnt of the loss too late"
     );
     assert_eq!(holder.validity(), Validity::Lost);
+    for write in writes {
+        let outcome = within("a stuck write", CALL, write)
+            .await
+            .expect("write task");
+        assert!(
+            matches!(outcome, Err(Error::ConnectionLoss | Error::SessionExpired)),
+            "{outcome:?}"
+        );
+    }
 
     // The late release, once the proxy has thawed (the fault's duration).
     tokio::time::sleep_until(frozen_at + frozen_for + Duration::from_millis(200)).await;

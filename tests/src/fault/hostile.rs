@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -131,6 +131,9 @@ struct Seen {
 struct Shared {
     misbehaviour: Misbehaviour,
     on_connection: u64,
+    /// While `true`, every connection gets a malformed watch event right after its
+    /// handshake, then is closed ([`HostileServer::start_storm`]).
+    storm: AtomicBool,
     accepted: AtomicU64,
     seen: watch::Sender<Seen>,
     /// `true` while ConnectResponses are held back.
@@ -164,6 +167,7 @@ impl HostileServer {
         let shared = Arc::new(Shared {
             misbehaviour,
             on_connection: connection,
+            storm: AtomicBool::new(false),
             accepted: AtomicU64::new(0),
             seen: watch::channel(Seen::default()).0,
             hold: watch::channel(false).0,
@@ -178,6 +182,23 @@ impl HostileServer {
             shared,
             accept,
         })
+    }
+
+    /// Starts a server that breaks every connection right after a correct handshake (which
+    /// resumes the requested session): a malformed watch event, then the connection closed.
+    /// A client without a reconnect backoff reconnects as fast as it can. After
+    /// [`behave`](Self::behave), every connection is served correctly.
+    pub async fn start_storm() -> io::Result<HostileServer> {
+        // Connection 0 never comes: the storm is the only misbehaviour.
+        let server = HostileServer::start_on(Misbehaviour::MalformedWatchEvent, 0).await?;
+        server.shared.storm.store(true, Ordering::SeqCst);
+        Ok(server)
+    }
+
+    /// Ends the storm of [`start_storm`](Self::start_storm): later connections are served
+    /// correctly.
+    pub fn behave(&self) {
+        self.shared.storm.store(false, Ordering::SeqCst);
     }
 
     /// The server's address.
@@ -298,6 +319,28 @@ fn junk(len: usize, mut state: u32) -> Vec<u8> {
         .collect()
 }
 
+/// A watch notification (xid -1) whose WatcherEvent does not decode: its path claims 1,000
+/// bytes and has 2. Length prefix included.
+fn malformed_watch_event() -> Vec<u8> {
+    let mut body = BytesMut::new();
+    ReplyHeader {
+        xid: NOTIFICATION_XID,
+        zxid: -1,
+        err: ErrorCode::OK,
+    }
+    .encode(&mut body);
+    body.put_i32(3); // NodeDataChanged
+    body.put_i32(3); // SyncConnected
+    body.put_i32(1_000); // a path of 1,000 bytes...
+    body.put_slice(b"/a"); // ...that has 2
+    let mut bytes = i32::try_from(body.len())
+        .unwrap_or(i32::MAX)
+        .to_be_bytes()
+        .to_vec();
+    bytes.extend_from_slice(&body);
+    bytes
+}
+
 type Frames = FramedRead<OwnedReadHalf, FrameCodec>;
 
 struct Conn {
@@ -373,6 +416,10 @@ impl Conn {
             read_only: Some(false),
         };
         self.send(&frame(&response)).await?;
+        if self.shared.storm.load(Ordering::SeqCst) {
+            // Returning drops the connection: the client sees it close after the event.
+            return self.send(&malformed_watch_event()).await;
+        }
 
         let mut waiting: Vec<RequestHeader> = Vec::new();
         while let Some(Ok(body)) = self.frames.next().await {
@@ -488,25 +535,7 @@ impl Conn {
                 }
                 bytes
             }
-            Misbehaviour::MalformedWatchEvent => {
-                let mut body = BytesMut::new();
-                ReplyHeader {
-                    xid: NOTIFICATION_XID,
-                    zxid: -1,
-                    err: ErrorCode::OK,
-                }
-                .encode(&mut body);
-                body.put_i32(3); // NodeDataChanged
-                body.put_i32(3); // SyncConnected
-                body.put_i32(1_000); // a path of 1,000 bytes...
-                body.put_slice(b"/a"); // ...that has 2
-                let mut bytes = i32::try_from(body.len())
-                    .unwrap_or(i32::MAX)
-                    .to_be_bytes()
-                    .to_vec();
-                bytes.extend_from_slice(&body);
-                bytes
-            }
+            Misbehaviour::MalformedWatchEvent => malformed_watch_event(),
             // Handled in place of the ConnectResponse.
             Misbehaviour::ZeroTimeout => Vec::new(),
         };
