@@ -423,6 +423,17 @@ impl DoubleBarrier {
 ///
 /// One `StartGate` is one participant. Unlike [`DoubleBarrier`] there is no leave phase: the
 /// `start` node stays until [`reset`](StartGate::reset).
+///
+/// # Crashed members
+///
+/// A member that crashed still counts until its session expires: its member node is
+/// ephemeral, and the server deletes it only when the session ends, which for a crash is the
+/// session timeout. Until then the gate can open with fewer live members than `count`.
+/// ZooKeeper cannot know sooner (a member that stopped answering may only be paused). The
+/// bound is the members' session timeout (plus one server tick); to narrow it, give members a
+/// short [`session_timeout`](zk_proto::ClientBuilder::session_timeout), make members that leave
+/// on purpose call [`leave`](StartGate::leave) or [`Client::close`], and check the members again
+/// after the gate opens if the work needs every one of them alive.
 #[derive(Debug, Clone)]
 pub struct StartGate {
     client: Client,
