@@ -41,6 +41,7 @@ mod error;
 pub mod fault;
 mod four_letter;
 mod install;
+pub mod java;
 mod options;
 mod ports;
 mod process;

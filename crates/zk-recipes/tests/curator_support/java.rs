@@ -1,7 +1,7 @@
 //! Running the Java programs of `tests/curator/` against Apache Curator: the classpath, and a
 //! `java` command that runs one program by the single-file source launch (`java Prog.java`; the
-//! JDK compiles it in memory, no build step). Shared by the interop tests (through
-//! `curator_support/mod.rs`) and the ordering unit test of `src/lock.rs`.
+//! JDK compiles it in memory, no build step; see `zk_testkit::java`). Shared by the interop
+//! tests (through `curator_support/mod.rs`) and the ordering unit test of `src/lock.rs`.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -13,27 +13,18 @@ pub fn curator_classpath() -> Option<String> {
     if let Ok(cp) = std::env::var("CURATOR_CLASSPATH") {
         return Some(cp);
     }
-    let dir = Path::new(zk_testkit::DEBIAN_JAR_DIR);
-    let jars = [
-        "curator-recipes.jar",
-        "curator-framework.jar",
-        "curator-client.jar",
-        "zookeeper.jar",
-        "zookeeper-jute.jar",
-        "guava.jar",
-        "slf4j-api.jar",
-        "slf4j-nop.jar",
-    ];
-    let paths: Vec<_> = jars.iter().map(|jar| dir.join(jar)).collect();
-    if !paths[0].is_file() {
-        return None;
-    }
-    let present: Vec<String> = paths
-        .iter()
-        .filter(|p| p.is_file())
-        .map(|p| p.display().to_string())
-        .collect();
-    Some(present.join(":"))
+    zk_testkit::java::debian_classpath(
+        &["curator-recipes.jar"],
+        &[
+            "curator-framework.jar",
+            "curator-client.jar",
+            "zookeeper.jar",
+            "zookeeper-jute.jar",
+            "guava.jar",
+            "slf4j-api.jar",
+            "slf4j-nop.jar",
+        ],
+    )
 }
 
 /// The source of the program `name` (`tests/curator/<name>.java`).
@@ -51,8 +42,5 @@ pub fn curator_program(name: &str) -> std::process::Command {
             "Apache Curator is not installed: run scripts/install-curator.sh (scripts/test.sh does)"
         );
     };
-    let install = zk_testkit::ZkInstall::detect().expect("java");
-    let mut command = std::process::Command::new(install.java());
-    command.arg("-cp").arg(classpath).arg(program_source(name));
-    command
+    zk_testkit::java::source_program(&classpath, &program_source(name)).expect("java")
 }
