@@ -900,6 +900,32 @@ fn a_close_whose_connection_drops_in_flight_is_answered_ok_after_the_closed_stat
 }
 
 #[test]
+fn the_terminal_state_comes_before_the_calls_it_fails() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let sent = h.submit(get_data("/sent", false));
+    h.sent();
+    let queued = h.submit(get_data("/queued", false));
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.events();
+    h.advance(Duration::from_secs(31));
+    let events = h.events();
+    let expired_at = events
+        .iter()
+        .position(|e| *e == SessionEvent::State(SessionState::Expired))
+        .expect("an Expired state event");
+    let failed_at = events
+        .iter()
+        .position(|e| matches!(e, SessionEvent::Reply { id, .. } if *id == queued))
+        .expect("the queued call's reply");
+    assert!(expired_at < failed_at, "{events:?}");
+    assert!(replies(&events).contains(&(queued, Err(Error::SessionExpired))));
+    // The call in flight had already failed with the connection.
+    assert!(!replies(&events).iter().any(|(id, _)| *id == sent));
+}
+
+#[test]
 fn auth_is_replayed_on_reconnect_and_a_failure_is_terminal() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);
