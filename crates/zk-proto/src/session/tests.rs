@@ -925,6 +925,78 @@ fn the_terminal_state_comes_before_the_calls_it_fails() {
     assert!(!replies(&events).iter().any(|(id, _)| *id == sent));
 }
 
+/// Dials through `poll_connect` at the first moment the session allows; returns that moment.
+fn dial_when_allowed(h: &mut Harness) -> Instant {
+    loop {
+        if h.session.poll_connect(h.now).is_some() {
+            return h.now;
+        }
+        let at = h
+            .session
+            .poll_timeout()
+            .expect("a timer while waiting to reconnect");
+        assert!(at > h.now, "a timer in the past");
+        h.advance(at - h.now);
+    }
+}
+
+#[test]
+fn every_reconnection_waits_a_backoff_that_grows_with_failures_in_a_row() {
+    let mut h = Harness::new(SessionConfig {
+        rng_seed: Some(7),
+        ..config()
+    });
+    // The very first attempt goes at once.
+    let start = h.now;
+    assert_eq!(dial_when_allowed(&mut h), start);
+    h.session.handle_connected(h.now);
+    h.sent();
+    h.server_says(
+        ConnectResponse {
+            protocol_version: 0,
+            time_out: 30_000,
+            session_id: 1,
+            passwd: Some(Bytes::from_static(&[7; 16])),
+            read_only: Some(false),
+        }
+        .to_bytes(),
+    );
+    assert_eq!(h.session.state(), SessionState::Connected);
+    h.advance(Duration::from_secs(5));
+    // A loss after a healthy connection: a short wait (at most the 20 ms base).
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let lost = h.now;
+    let waited = dial_when_allowed(&mut h) - lost;
+    assert!(waited <= Duration::from_millis(20), "{waited:?}");
+    // Then every failure in a row doubles the nominal wait (jitter: half of it to all of it),
+    // whatever the failure: a refused connect, a connection that closes at once.
+    let mut nominal = Duration::from_millis(40);
+    for round in 0..8 {
+        let failed = h.now;
+        if round % 2 == 0 {
+            h.session.handle_connect_failed(
+                h.now,
+                ConnectFailure::Io {
+                    kind: std::io::ErrorKind::ConnectionRefused,
+                    message: "refused".into(),
+                },
+            );
+        } else {
+            h.session.handle_connected(h.now);
+            h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+        }
+        assert_eq!(h.session.consecutive_failures(), round + 1);
+        let waited = dial_when_allowed(&mut h) - failed;
+        assert!(
+            waited >= nominal / 2 && waited <= nominal,
+            "round {round}: waited {waited:?}, nominal {nominal:?}"
+        );
+        // Capped at 1 s (T/6 = 5 s is larger).
+        nominal = (nominal * 2).min(Duration::from_secs(1));
+    }
+    assert_eq!(h.session.state(), SessionState::Disconnected);
+}
+
 #[test]
 fn auth_is_replayed_on_reconnect_and_a_failure_is_terminal() {
     let mut h = Harness::new(config());
