@@ -1,0 +1,109 @@
+//! How a session ends (closed by the caller, expired, authentication failed) and what that
+//! guarantees: every request in flight or queued gets an answer, every watch is reported lost,
+//! and the final state is published before any of those answers.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use jute::{OpCode, Response};
+
+use super::request::{AfterReply, Encoded};
+use super::{Link, RequestId, Session, SessionEvent, SessionState};
+use crate::error::Error;
+
+impl Session {
+    /// Closes the session: sends closeSession after everything queued before it and waits
+    /// (at most `close_timeout`) for the reply, then reports [`SessionState::Closed`]. The
+    /// returned request completes when the session is closed.
+    pub fn close(&mut self, now: Instant) -> RequestId {
+        let id = self.new_id();
+        if self.state.is_terminal() || self.closing.is_some() {
+            self.events.push_back(SessionEvent::Reply {
+                id,
+                result: Ok(Response::Empty),
+                watch_armed: false,
+            });
+            return id;
+        }
+        self.closing = Some((id, now + self.config.close_timeout));
+        if matches!(self.link, Link::Up { .. }) {
+            // Sent after everything queued before it.
+            let encoded = Encoded {
+                op_code: OpCode::CLOSE_SESSION,
+                body: Bytes::new(),
+                after: AfterReply::Nothing,
+            };
+            self.outbox.push_back((id, encoded));
+        } else {
+            self.finish_close();
+        }
+        id
+    }
+
+    pub(super) fn finish_close(&mut self) {
+        let closer = self.closing.take().map(|(id, _)| id);
+        self.terminate_except(SessionState::Closed, Error::Closed, closer);
+        if let Some(id) = closer {
+            self.reply(id, Ok(Response::Empty), false);
+        }
+    }
+
+    /// Ends the session for good: every request fails with `error`, every watch is lost.
+    pub(super) fn terminate(&mut self, state: SessionState, error: Error) {
+        let closer = self.closing.take().map(|(id, _)| id);
+        self.terminate_except(state, error, closer);
+        if let Some(id) = closer {
+            // The close is done, whatever ended the session (after the state event, so that
+            // the closer sees the final state when it is answered).
+            self.reply(id, Ok(Response::Empty), false);
+        }
+    }
+
+    pub(super) fn terminate_except(
+        &mut self,
+        state: SessionState,
+        error: Error,
+        closer: Option<RequestId>,
+    ) {
+        if self.state.is_terminal() {
+            return;
+        }
+        let was_linked = !matches!(self.link, Link::Down { .. });
+        self.link = Link::Down { retry_at: None };
+        self.control.clear();
+        // The state first: a caller woken by the error below reads the state that caused it.
+        self.set_state(state);
+        let mut failed: Vec<RequestId> = Vec::new();
+        failed.extend(
+            std::mem::take(&mut self.pending)
+                .into_iter()
+                .filter_map(|p| p.id),
+        );
+        failed.extend(std::mem::take(&mut self.auth_pending).into_iter().flatten());
+        failed.extend(
+            std::mem::take(&mut self.auth_waiting)
+                .into_iter()
+                .map(|(_, id)| id),
+        );
+        failed.extend(
+            std::mem::take(&mut self.outbox)
+                .into_iter()
+                .map(|(id, _)| id),
+        );
+        for id in failed {
+            if Some(id) != closer {
+                self.reply(id, Err(error.clone()), false);
+            }
+        }
+        for id in self.watches.drain() {
+            self.events.push_back(SessionEvent::WatchLost {
+                id,
+                error: error.clone(),
+            });
+        }
+        self.deadlines.clear();
+        if was_linked {
+            self.events.push_back(SessionEvent::DropConnection(error));
+        }
+    }
+}

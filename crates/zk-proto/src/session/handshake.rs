@@ -1,0 +1,361 @@
+//! The connection's life cycle, as pure logic: which host to dial and when (the reconnect
+//! backoff), the handshake (ConnectRequest, ConnectResponse, the credentials replayed after
+//! it), and what a lost connection or a failed attempt does to the session.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use jute::{AuthPacket, ConnectRequest, ConnectResponse, Encode, OpCode, decode_exact};
+
+use super::request::{AfterReply, Encoded};
+use super::watch::SetWatchesBatch;
+use super::{Link, Outgoing, RequestId, Session, SessionEvent, SessionState, Timing, duration_ms};
+use crate::connect_string::HostAddr;
+use crate::error::{ConnectFailure, Error, ProtocolError};
+use jute::codes::xid as reserved;
+
+impl Session {
+    /// Adds credentials (for example `digest`, `user:password`). They are sent now if
+    /// connected and again after every reconnect. The returned request completes with the
+    /// server's answer to the first sending.
+    ///
+    /// # Errors
+    ///
+    /// A session that is over.
+    pub fn add_auth(&mut self, scheme: String, auth: Bytes) -> Result<RequestId, Error> {
+        if let Some(error) = self.terminal_error() {
+            return Err(error);
+        }
+        let id = self.new_id();
+        self.credentials.push((scheme, auth));
+        let index = self.credentials.len() - 1;
+        if matches!(self.link, Link::Up { .. }) {
+            self.control
+                .push_back(Outgoing::Raw(self.auth_frame(index)));
+            self.auth_pending.push_back(Some(id));
+        } else {
+            self.auth_waiting.push((index, id));
+        }
+        Ok(id)
+    }
+
+    /// The host to dial now, with its index in [`hosts`](Self::hosts), if the session wants a
+    /// connection and the reconnect backoff has passed ([`poll_timeout`](Self::poll_timeout)
+    /// includes that moment). The attempt then runs until
+    /// [`handle_connected`](Self::handle_connected) or
+    /// [`handle_connect_failed`](Self::handle_connect_failed), or until its budget (the
+    /// connect timeout of [`Timing`]) runs out in [`handle_timeout`](Self::handle_timeout);
+    /// [`is_dialing`](Self::is_dialing) then turns false and the driver drops it.
+    pub fn poll_connect(&mut self, now: Instant) -> Option<(usize, HostAddr)> {
+        let Link::Down { retry_at } = self.link else {
+            return None;
+        };
+        if !self.wants_connection() || retry_at.is_some_and(|at| now < at) {
+            return None;
+        }
+        let (index, host) = self.hosts.next();
+        let host = host.clone();
+        self.first_attempt.get_or_insert(now);
+        self.current_host = Some(index);
+        self.link = Link::Dialing {
+            since: now,
+            host: index,
+        };
+        Some((index, host))
+    }
+
+    /// The attempt handed out by [`poll_connect`](Self::poll_connect) failed before a
+    /// connection was open (resolution, refusal, unreachable host, its budget).
+    pub fn handle_connect_failed(&mut self, now: Instant, failure: ConnectFailure) {
+        if matches!(self.link, Link::Dialing { .. }) {
+            tracing::debug!(%failure, "connection attempt failed");
+            self.attempt_ended(now, None, Some(failure));
+        }
+    }
+
+    /// A connection to a server is open: the session queues its ConnectRequest. Normally the
+    /// answer to [`poll_connect`](Self::poll_connect); also taken while the session wants a
+    /// connection without having handed one out (scripted tests).
+    pub fn handle_connected(&mut self, now: Instant) {
+        let since = match self.link {
+            Link::Dialing { since, .. } => since,
+            Link::Down { .. } if self.wants_connection() => {
+                self.first_attempt.get_or_insert(now);
+                now
+            }
+            _ => return,
+        };
+        self.link = Link::Handshaking {
+            since,
+            connected: now,
+        };
+        self.control.clear();
+        self.ping_queued = false;
+        let request = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: self.last_zxid,
+            time_out: duration_ms(self.config.session_timeout),
+            session_id: if self.seen_rw_server {
+                self.session_id
+            } else {
+                0
+            },
+            passwd: Some(self.passwd.clone()),
+            read_only: self.config.read_only,
+        };
+        self.control.push_back(Outgoing::Raw(request.to_bytes()));
+    }
+
+    /// Leaves the current server for host `index` (a read/write server found while
+    /// read-only): the connection is dropped ([`SessionEvent::DropConnection`]) and that host
+    /// is dialed next, at once.
+    pub fn reconnect_to(&mut self, now: Instant, index: usize) {
+        if matches!(self.link, Link::Up { .. }) {
+            self.lose_connection(now, Error::ConnectionLoss, true);
+            self.hosts.prefer(index);
+            if let Link::Down { retry_at } = &mut self.link {
+                *retry_at = None;
+            }
+        }
+    }
+
+    pub(super) fn auth_frame(&self, index: usize) -> Bytes {
+        let (scheme, auth) = &self.credentials[index];
+        (
+            jute::RequestHeader {
+                xid: reserved::AUTH,
+                op_code: OpCode::AUTH,
+            },
+            AuthPacket {
+                auth_type: 0,
+                scheme: Some(scheme.clone()),
+                auth: Some(auth.clone()),
+            },
+        )
+            .to_bytes()
+    }
+
+    /// The server's answer to the ConnectRequest: the session is established (or resumed),
+    /// expired, or the attempt failed.
+    pub(super) fn handle_connect_response(&mut self, now: Instant, frame: Bytes) {
+        let response: ConnectResponse = match decode_exact(frame) {
+            Ok(response) => response,
+            Err(error) => {
+                self.handshake_failed(now, ConnectFailure::Protocol(ProtocolError::Decode(error)));
+                return;
+            }
+        };
+        let asked = if self.seen_rw_server {
+            self.session_id
+        } else {
+            0
+        };
+        if response.time_out <= 0 {
+            tracing::warn!(
+                session_id = format_args!("{:#x}", self.session_id),
+                "the server says the session expired"
+            );
+            self.terminate(SessionState::Expired, Error::SessionExpired);
+            return;
+        }
+        if asked != 0 && response.session_id != asked {
+            tracing::warn!(
+                asked = format_args!("{asked:#x}"),
+                got = format_args!("{:#x}", response.session_id),
+                "the server resumed another session; the old one is gone"
+            );
+            self.terminate(SessionState::Expired, Error::SessionExpired);
+            return;
+        }
+        let read_only = response.read_only == Some(true);
+        let negotiated = Duration::from_millis(u64::try_from(response.time_out).unwrap_or(0));
+        self.session_id = response.session_id;
+        self.passwd = response.passwd.unwrap_or_default();
+        self.negotiated = Some(negotiated);
+        self.timing = Timing::new(negotiated, self.config.hosts.len());
+        self.established = true;
+        self.seen_rw_server |= !read_only;
+        // The ConnectRequest went out when the connection opened.
+        let handshake_sent = match self.link {
+            Link::Handshaking { connected, .. } => connected,
+            _ => now,
+        };
+        self.answered(handshake_sent);
+        self.link = Link::Up {
+            last_send: now,
+            last_recv: now,
+            connected: handshake_sent,
+        };
+        self.hosts.mark_connected();
+        tracing::debug!(
+            session_id = format_args!("{:#x}", self.session_id),
+            timeout_ms = response.time_out,
+            read_only,
+            "session established"
+        );
+        // Replay credentials, then re-arm watches, before any queued request.
+        for index in 0..self.credentials.len() {
+            let waiter = self
+                .auth_waiting
+                .iter()
+                .position(|&(i, _)| i == index)
+                .map(|at| self.auth_waiting.remove(at).1);
+            self.control
+                .push_back(Outgoing::Raw(self.auth_frame(index)));
+            self.auth_pending.push_back(waiter);
+        }
+        let max = self
+            .config
+            .set_watches_max_bytes
+            .min(self.config.max_frame_len.saturating_sub(64));
+        for batch in self.watches.set_watches(self.last_zxid, max) {
+            let (op_code, body) = match batch {
+                SetWatchesBatch::V1(batch) => (OpCode::SET_WATCHES, batch.to_bytes()),
+                SetWatchesBatch::V2(batch) => (OpCode::SET_WATCHES2, batch.to_bytes()),
+            };
+            self.control.push_back(Outgoing::Request {
+                id: None,
+                encoded: Encoded {
+                    op_code,
+                    body,
+                    after: AfterReply::Nothing,
+                },
+            });
+        }
+        self.set_state(if read_only {
+            SessionState::ConnectedReadOnly
+        } else {
+            SessionState::Connected
+        });
+    }
+
+    /// The handshake failed (timed out, or its reply was malformed).
+    pub(super) fn handshake_failed(&mut self, now: Instant, failure: ConnectFailure) {
+        let cause = match &failure {
+            ConnectFailure::Protocol(error) => Error::Protocol(error.clone()),
+            _ => Error::ConnectionLoss,
+        };
+        tracing::debug!(%failure, "handshake failed");
+        self.lose_connection_with(now, cause, true, Some(failure));
+    }
+
+    /// The connection is gone: everything in flight fails with ConnectionLoss (it may or
+    /// may not have been applied); queued requests wait for the next connection, which the
+    /// backoff schedules.
+    pub(super) fn lose_connection(&mut self, now: Instant, cause: Error, tell_driver: bool) {
+        self.lose_connection_with(now, cause, tell_driver, None);
+    }
+
+    pub(super) fn lose_connection_with(
+        &mut self,
+        now: Instant,
+        cause: Error,
+        tell_driver: bool,
+        failure: Option<ConnectFailure>,
+    ) {
+        let (lasted, failure) = match self.link {
+            Link::Up { connected, .. } => (Some(now.saturating_duration_since(connected)), None),
+            Link::Handshaking { .. } => (
+                None,
+                Some(failure.unwrap_or_else(|| ConnectFailure::from_error(&cause))),
+            ),
+            Link::Dialing { .. } | Link::Down { .. } => (None, failure),
+        };
+        self.link = Link::Down { retry_at: None };
+        self.control.clear();
+        self.ping_queued = false;
+        self.pings_in_flight.clear();
+        // The closeSession in flight is not failed: a session whose close was sent is
+        // closed (or expires) whatever its reply; `finish_close` answers the closer.
+        let closer = self.closing.map(|(id, _)| id);
+        for pending in std::mem::take(&mut self.pending) {
+            if let Some(id) = pending.id
+                && Some(id) != closer
+            {
+                self.reply(id, Err(Error::ConnectionLoss), false);
+            }
+        }
+        for waiter in std::mem::take(&mut self.auth_pending).into_iter().flatten() {
+            self.reply(waiter, Err(Error::ConnectionLoss), false);
+        }
+        if tell_driver {
+            self.events.push_back(SessionEvent::DropConnection(cause));
+        }
+        if self.closing.is_some() {
+            self.finish_close();
+            return;
+        } else if self.state.is_connected() {
+            self.set_state(SessionState::Disconnected);
+        }
+        self.attempt_ended(now, lasted, failure);
+    }
+
+    /// A connection attempt or a connection ended (`lasted`: how long the connection was up,
+    /// `None` if it never got a session): schedules the next attempt after the backoff and,
+    /// before the first session, counts the failure (and gives up with fail-fast once every
+    /// host failed).
+    pub(super) fn attempt_ended(
+        &mut self,
+        now: Instant,
+        lasted: Option<Duration>,
+        failure: Option<ConnectFailure>,
+    ) {
+        let session_timeout = self.negotiated.unwrap_or(self.config.session_timeout);
+        self.backoff
+            .ended(lasted.unwrap_or(Duration::ZERO), session_timeout);
+        let delay = self.backoff.delay(session_timeout, &mut self.rng);
+        self.link = Link::Down {
+            retry_at: Some(now + delay),
+        };
+        if self.established || lasted.is_some() {
+            return;
+        }
+        self.failed_attempts = self.failed_attempts.saturating_add(1);
+        if let Some(host) = self.current_host {
+            self.tried.insert(host);
+        }
+        if failure.is_some() {
+            self.last_failure = failure;
+        }
+        if self.config.fail_fast
+            && self.failed_attempts as usize >= self.hosts.hosts().len()
+            && !self.state.is_terminal()
+            && self.closing.is_none()
+        {
+            self.give_up(now);
+        }
+    }
+
+    /// No session could be established in time: the session ends with
+    /// [`Error::NoServerReachable`], naming the hosts tried and the last failure.
+    pub(super) fn give_up(&mut self, now: Instant) {
+        // An attempt still running counts, with how long it ran.
+        match self.link {
+            Link::Dialing { since, host } => {
+                self.failed_attempts = self.failed_attempts.saturating_add(1);
+                self.tried.insert(host);
+                self.last_failure = Some(ConnectFailure::ConnectTimedOut(now - since));
+            }
+            Link::Handshaking { since, .. } => {
+                self.failed_attempts = self.failed_attempts.saturating_add(1);
+                if let Some(host) = self.current_host {
+                    self.tried.insert(host);
+                }
+                self.last_failure = Some(ConnectFailure::HandshakeTimedOut(now - since));
+            }
+            _ => {}
+        }
+        let hosts = self.hosts.hosts();
+        let error = Error::NoServerReachable {
+            attempts: self.failed_attempts,
+            hosts: self.tried.iter().map(|&i| hosts[i].to_string()).collect(),
+            last_error: self
+                .last_failure
+                .clone()
+                .unwrap_or(ConnectFailure::NotAttempted),
+        };
+        tracing::info!(%error, "giving up connecting");
+        self.events.push_back(SessionEvent::GaveUp(error.clone()));
+        self.terminate(SessionState::Closed, error);
+    }
+}

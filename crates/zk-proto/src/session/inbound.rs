@@ -1,0 +1,243 @@
+//! What the server sends on an established connection: replies matched to the oldest request
+//! in flight, pings, auth and SetWatches answers, and watch notifications.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use jute::{
+    Decode, ErrorCode, EventType, KeeperState, MultiResponse, MultiResult, OpCode, Reader,
+    ReplyHeader, Response, ServerMessage,
+};
+
+use super::request::AfterReply;
+use super::{Pending, Session, SessionEvent, SessionState, WatchKind, WatchedEvent};
+use crate::error::{Error, ProtocolError};
+use jute::codes::xid as reserved;
+
+impl Session {
+    /// One frame on an established connection: a reply, a ping, auth or SetWatches answer, or
+    /// a notification. `Err` when the stream can no longer be trusted (the connection is then
+    /// dropped); a reply whose body alone does not decode fails only its call.
+    pub(super) fn handle_message(&mut self, frame: Bytes) -> Result<(), ProtocolError> {
+        let xid = match frame.get(..4) {
+            Some(&[a, b, c, d]) => i32::from_be_bytes([a, b, c, d]),
+            _ => {
+                // Too short for a header: let the decoder name the problem.
+                ServerMessage::decode(frame, |_| OpCode::PING)?;
+                return Err(ProtocolError::UnexpectedResponse(
+                    "frame shorter than a header",
+                ));
+            }
+        };
+        match xid {
+            reserved::NOTIFICATION => {
+                let ServerMessage::Notification(_, event) =
+                    ServerMessage::decode(frame, |_| OpCode::NOTIFICATION)?
+                else {
+                    return Err(ProtocolError::UnexpectedResponse("notification"));
+                };
+                self.handle_notification(event);
+                Ok(())
+            }
+            reserved::PING => {
+                ServerMessage::decode(frame, |_| OpCode::PING)?;
+                if let Some(sent) = self.pings_in_flight.pop_front() {
+                    self.answered(sent);
+                }
+                Ok(())
+            }
+            reserved::AUTH => {
+                let waiter = self
+                    .auth_pending
+                    .pop_front()
+                    .ok_or(ProtocolError::UnknownXid(xid))?;
+                let ServerMessage::Reply { header, .. } =
+                    ServerMessage::decode(frame, |_| OpCode::AUTH)?
+                else {
+                    return Err(ProtocolError::UnexpectedResponse("auth"));
+                };
+                if header.err == ErrorCode::AUTH_FAILED {
+                    if let Some(id) = waiter {
+                        self.reply(id, Err(Error::AuthFailed), false);
+                    }
+                    self.terminate(SessionState::AuthFailed, Error::AuthFailed);
+                } else if let Some(id) = waiter {
+                    let result = match Error::from_code(header.err) {
+                        None => Ok(Response::Empty),
+                        Some(error) => Err(error),
+                    };
+                    self.reply(id, result, false);
+                }
+                Ok(())
+            }
+            _ => {
+                let head = self.pending.front().ok_or(ProtocolError::UnknownXid(xid))?;
+                if head.xid != xid {
+                    return Err(ProtocolError::XidOutOfOrder {
+                        expected: head.xid,
+                        got: xid,
+                    });
+                }
+                let op_code = head.op_code;
+                let mut reader = Reader::new(frame);
+                let header = ReplyHeader::decode(&mut reader)?;
+                let Some(pending) = self.pending.pop_front() else {
+                    return Err(ProtocolError::UnknownXid(xid));
+                };
+                if header.zxid > 0 {
+                    self.last_zxid = header.zxid;
+                }
+                self.answered(pending.sent_at);
+                if header.err != ErrorCode::OK {
+                    // No body then; whatever bytes follow are ignored, as Java does.
+                    self.complete(pending, header.err, None);
+                    return Ok(());
+                }
+                match Response::decode(op_code, reader.into_rest()) {
+                    Ok(body) => self.complete(pending, header.err, Some(body)),
+                    Err(error) => {
+                        // The frame boundary is intact: only this call failed. It fails with
+                        // a non-retryable error (the same reply would come again), and the
+                        // connection and the other requests are not touched.
+                        tracing::warn!(op = %op_code, %error, "undecodable reply body");
+                        self.failed_reply(pending, ProtocolError::Decode(error));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The server answered something we sent at `sent`.
+    pub(super) fn answered(&mut self, sent: Instant) {
+        if self.last_answered_send.is_none_or(|last| sent > last) {
+            self.last_answered_send = Some(sent);
+        }
+    }
+
+    /// A reply whose body could not be decoded: its caller gets the error; a closeSession
+    /// still closes.
+    pub(super) fn failed_reply(&mut self, pending: Pending, error: ProtocolError) {
+        if pending.op_code == OpCode::CLOSE_SESSION {
+            self.finish_close();
+        } else if let Some(id) = pending.id {
+            self.reply(id, Err(Error::Protocol(error)), false);
+        }
+    }
+
+    pub(super) fn complete(&mut self, pending: Pending, err: ErrorCode, body: Option<Response>) {
+        let error = Error::from_code(err);
+        if pending.op_code == OpCode::CLOSE_SESSION {
+            self.finish_close();
+            return;
+        }
+        let Some(id) = pending.id else {
+            if let Some(error) = error {
+                tracing::warn!(op = %pending.op_code, %error, "internal request failed");
+            }
+            return;
+        };
+        let mut watch_armed = false;
+        match pending.after {
+            AfterReply::Watch(path, kind)
+                if error.is_none()
+                    || (kind == WatchKind::Exist && error == Some(Error::NoNode)) =>
+            {
+                self.watches.add(path, kind, id);
+                watch_armed = true;
+            }
+            AfterReply::RemoveWatches(path, kinds) if error.is_none() => {
+                let client_path = self.config.chroot.strip(&path).into_owned();
+                for (watcher, kind) in self.watches.remove(&path, kinds) {
+                    let event_type = match kind {
+                        WatchKind::Data | WatchKind::Exist => EventType::DATA_WATCH_REMOVED,
+                        WatchKind::Child => EventType::CHILD_WATCH_REMOVED,
+                        WatchKind::Persistent | WatchKind::PersistentRecursive => {
+                            EventType::PERSISTENT_WATCH_REMOVED
+                        }
+                    };
+                    self.events.push_back(SessionEvent::Watch {
+                        id: watcher,
+                        event: WatchedEvent {
+                            event_type,
+                            state: KeeperState::SYNC_CONNECTED,
+                            path: client_path.clone(),
+                        },
+                    });
+                }
+            }
+            _ => {}
+        }
+        let result = match error {
+            Some(error) => Err(error),
+            None => Ok(self.strip_chroot(body.unwrap_or(Response::Empty))),
+        };
+        self.reply(id, result, watch_armed);
+    }
+
+    pub(super) fn strip_chroot(&self, response: Response) -> Response {
+        let chroot = &self.config.chroot;
+        if chroot.is_none() {
+            return response;
+        }
+        let strip = |path: Option<String>| path.map(|p| chroot.strip(&p).into_owned());
+        match response {
+            Response::Create(mut r) => {
+                r.path = strip(r.path);
+                Response::Create(r)
+            }
+            Response::Create2(mut r) => {
+                r.path = strip(r.path);
+                Response::Create2(r)
+            }
+            Response::Sync(mut r) => {
+                r.path = strip(r.path);
+                Response::Sync(r)
+            }
+            Response::GetEphemerals(mut r) => {
+                let root = chroot.as_str().unwrap_or("");
+                r.ephemerals = r.ephemerals.map(|paths| {
+                    paths
+                        .into_iter()
+                        .flatten()
+                        .filter(|p| p == root || p.starts_with(&format!("{root}/")))
+                        .map(|p| Some(chroot.strip(&p).into_owned()))
+                        .collect()
+                });
+                Response::GetEphemerals(r)
+            }
+            Response::Multi(MultiResponse { results }) => Response::Multi(MultiResponse {
+                results: results
+                    .into_iter()
+                    .map(|result| match result {
+                        MultiResult::Create(mut r) => {
+                            r.path = strip(r.path);
+                            MultiResult::Create(r)
+                        }
+                        MultiResult::Create2(mut r) => {
+                            r.path = strip(r.path);
+                            MultiResult::Create2(r)
+                        }
+                        other => other,
+                    })
+                    .collect(),
+            }),
+            other => other,
+        }
+    }
+
+    pub(super) fn handle_notification(&mut self, event: jute::WatcherEvent) {
+        let server_path = event.path.unwrap_or_default();
+        let path = self.config.chroot.strip(&server_path).into_owned();
+        for id in self.watches.fire(event.event_type, &server_path) {
+            self.events.push_back(SessionEvent::Watch {
+                id,
+                event: WatchedEvent {
+                    event_type: event.event_type,
+                    state: event.state,
+                    path: path.clone(),
+                },
+            });
+        }
+    }
+}
