@@ -1,0 +1,374 @@
+//! One acquire: the contender's node, the listing and the watches, and the clean-up of a
+//! node whose acquire did not succeed.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use zk_proto::{Client, CreateMode, CreateOptions, EventType, OneshotWatcher, WatchedEvent};
+
+use super::guard::LockGuard;
+use super::rules::{Decision, Kind, Rule, decide};
+use super::{LockError, Result};
+use crate::cleanup::delete_retrying;
+use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
+
+/// A listing and, for the semaphore, its children watch.
+pub(super) type Listing = (Vec<String>, Option<OneshotWatcher>);
+
+/// A watch on a contender's node, kept across listings.
+pub(super) type WatchFuture = Pin<Box<dyn Future<Output = zk_proto::Result<WatchedEvent>> + Send>>;
+
+/// The outcome of setting a watch on a contender's node.
+pub(super) enum Watched {
+    /// The watch is set.
+    Armed(WatchFuture),
+    /// The node is gone already.
+    Gone,
+    /// The call failed with a retryable error: list again.
+    Retry,
+}
+
+/// A contender's node while it is being acquired: deleted when the acquire does not succeed.
+pub(super) struct Attempt {
+    pub(super) client: Client,
+    pub(super) parent: String,
+    pub(super) id: String,
+    /// The node's full path, once known.
+    pub(super) node: Option<String>,
+    /// A create may have been applied without us knowing the node (reply lost or in flight).
+    pub(super) unsure: bool,
+    /// Whether the node must be deleted when this is dropped.
+    pub(super) armed: bool,
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        // Cancellation: the delete of a known node is queued right now (zk_proto queues a
+        // call when it is made), so it is sent even without a runtime to drive a task.
+        let node = self.node.take();
+        let first = node.as_ref().map(|n| self.client.delete(n, None));
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (client, parent, id, unsure) = (
+            self.client.clone(),
+            std::mem::take(&mut self.parent),
+            std::mem::take(&mut self.id),
+            self.unsure,
+        );
+        handle.spawn(async move {
+            // Delete the known node again only if the first delete's outcome is unknown.
+            let node = match first {
+                Some(first) => match first.await {
+                    Err(e) if e.is_retryable() => node,
+                    _ => None,
+                },
+                None => None,
+            };
+            cleanup(client, parent, id, node, unsure).await;
+        });
+    }
+}
+
+/// Deletes `node` (if known) and, when a create's outcome is unknown, every node of the
+/// attempt `id`. Retries the retryable errors; gives up when the session is over (its
+/// ephemeral nodes are then gone anyway).
+pub(super) async fn cleanup(
+    client: Client,
+    parent: String,
+    id: String,
+    node: Option<String>,
+    unsure: bool,
+) {
+    if let Some(node) = node {
+        delete_retrying(&client, &node).await;
+    }
+    if !unsure {
+        return;
+    }
+    loop {
+        match client.get_children(&parent).await {
+            Ok(children) => {
+                for child in children.iter().filter(|c| is_own_node(c, &id)) {
+                    delete_retrying(&client, &format!("{parent}/{child}")).await;
+                }
+                return;
+            }
+            Err(e) if e.is_retryable() => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Creates `path` and its missing ancestors as container nodes.
+pub(super) async fn ensure_parents(client: &Client, path: &str) -> Result<()> {
+    let mut missing = vec![path.to_owned()];
+    while let Some(path) = missing.last().cloned() {
+        match client
+            .create(&path, "", &CreateOptions::new(CreateMode::CONTAINER))
+            .await
+        {
+            Ok(_) | Err(zk_proto::Error::NodeExists) => {
+                missing.pop();
+            }
+            Err(zk_proto::Error::NoNode) => match path.rsplit_once('/') {
+                Some((parent, _)) if !parent.is_empty() => missing.push(parent.to_owned()),
+                _ => return Err(zk_proto::Error::NoNode.into()),
+            },
+            Err(e) if e.is_retryable() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The machinery shared by the three recipes: one queue of contenders under a parent node.
+#[derive(Debug, Clone)]
+pub(super) struct Queue {
+    pub(super) client: Client,
+    pub(super) parent: String,
+    pub(super) kind: Kind,
+}
+
+impl Queue {
+    pub(super) fn new(client: Client, path: &str, kind: Kind) -> Self {
+        let parent = path.trim_end_matches('/');
+        let parent = if parent.is_empty() { "/" } else { parent };
+        Queue {
+            client,
+            parent: parent.to_owned(),
+            kind,
+        }
+    }
+
+    pub(super) fn child_path(&self, name: &str) -> String {
+        if self.parent == "/" {
+            format!("/{name}")
+        } else {
+            format!("{}/{name}", self.parent)
+        }
+    }
+
+    pub(super) async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
+        let mut attempt = Attempt {
+            client: self.client.clone(),
+            parent: self.parent.clone(),
+            id: attempt_id(),
+            node: None,
+            unsure: false,
+            armed: true,
+        };
+        let result = match timeout {
+            None => self.run(&mut attempt).await,
+            Some(timeout) => tokio::time::timeout(timeout, self.run(&mut attempt))
+                .await
+                .unwrap_or(Err(LockError::Timeout)),
+        };
+        match result {
+            Ok(guard) => {
+                attempt.armed = false;
+                Ok(guard)
+            }
+            Err(e) => {
+                // Not awaited: with no server reachable the cleanup would wait for the next
+                // connection and the acquire would overrun its deadline. Dropping the armed
+                // attempt queues the delete of a known node now (so every later call of this
+                // client sees it gone) and leaves the rest to a background task.
+                drop(attempt);
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates the node (recovering a lost reply) and waits for the lock.
+    pub(super) async fn run(&self, attempt: &mut Attempt) -> Result<LockGuard> {
+        let prefix = self.child_path(&protected_name(&attempt.id, self.kind.name));
+        let options = CreateOptions::new(CreateMode::EPHEMERAL_SEQUENTIAL);
+        let watch_children = matches!(self.kind.rule, Rule::Permits(_));
+        // 1. Create and list in one round trip.
+        let (own, czxid, mut children) = loop {
+            attempt.unsure = true;
+            let create = self.client.create(&prefix, "", &options);
+            let list = self.listing(watch_children);
+            match create.await {
+                Ok((path, stat)) => {
+                    attempt.unsure = false;
+                    attempt.node = Some(path.clone());
+                    // The listing was executed after the create: it holds our node.
+                    break (path, stat.czxid, list.await.ok());
+                }
+                Err(zk_proto::Error::NoNode) => {
+                    // No parent (or its container was just removed): create it, retry.
+                    attempt.unsure = false;
+                    drop(list);
+                    ensure_parents(&self.client, &self.parent).await?;
+                }
+                Err(e) if e.is_outcome_unknown() || e.is_retryable() => {
+                    drop(list);
+                    if let Some((path, czxid)) = self.find_own(attempt).await? {
+                        attempt.unsure = false;
+                        attempt.node = Some(path.clone());
+                        break (path, czxid, None);
+                    }
+                    // Not applied: create again under the same id (a late duplicate would
+                    // be found and deleted by `find_own`'s duplicate check below).
+                }
+                Err(e) => {
+                    attempt.unsure = false;
+                    return Err(e.into());
+                }
+            }
+        };
+        let own_name = own.rsplit('/').next().unwrap_or(&own).to_owned();
+        // 2. Wait for our turn. The watch on the predecessor is kept across listings as long
+        // as the predecessor stays the same.
+        let mut predecessor: Option<(String, WatchFuture)> = None;
+        loop {
+            let (listing, children_watch) = match children.take() {
+                Some(listing) => listing,
+                None => match self.listing(watch_children).await {
+                    Ok(listing) => listing,
+                    Err(e) if e.is_retryable() => continue,
+                    Err(e) => return Err(e.into()),
+                },
+            };
+            self.drop_duplicates(&listing, &attempt.id, &own_name).await;
+            match decide(self.kind, &listing, &own_name)? {
+                Decision::Acquired => return Ok(self.guard(own, czxid)),
+                Decision::Missing => return Err(LockError::Lost),
+                Decision::WatchChildren => {
+                    if let Some(watch) = children_watch {
+                        watch.changed().await.map_err(LockError::from)?;
+                    }
+                }
+                Decision::Watch { node, last, before } => {
+                    // Both watches are requested back to back (one round trip).
+                    let renew = predecessor
+                        .as_ref()
+                        .is_none_or(|(watched, _)| *watched != node);
+                    let on_node = renew.then(|| self.watch_node(&node));
+                    let on_before = before.as_ref().map(|before| self.watch_node(before));
+                    if let Some(on_node) = on_node {
+                        predecessor = match on_node.await? {
+                            Watched::Armed(watch) => Some((node.clone(), watch)),
+                            Watched::Gone if last => return Ok(self.guard(own, czxid)),
+                            Watched::Gone | Watched::Retry => continue,
+                        };
+                    }
+                    let Some((_, watch)) = predecessor.as_mut() else {
+                        continue;
+                    };
+                    let ahead = match on_before {
+                        Some(on_before) => match on_before.await? {
+                            Watched::Armed(watch) => Some(watch),
+                            // Gone already: list again at once.
+                            Watched::Gone | Watched::Retry => continue,
+                        },
+                        None => None,
+                    };
+                    let ahead = async move {
+                        match ahead {
+                            Some(watch) => watch.await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        event = watch => {
+                            predecessor = None;
+                            if last && event?.event_type == EventType::NODE_DELETED {
+                                return Ok(self.guard(own, czxid));
+                            }
+                        }
+                        // The node before the predecessor changed: list again (the
+                        // predecessor may now be the last node in the way). The predecessor's
+                        // watch is kept.
+                        event = ahead => {
+                            event?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets a watch on the contender `node` (`getData` + watch, as Curator does). The request
+    /// is queued when this is called.
+    pub(super) fn watch_node(
+        &self,
+        node: &str,
+    ) -> Pin<Box<dyn Future<Output = Result<Watched>> + Send>> {
+        let call = self.client.get_data_watch(&self.child_path(node));
+        Box::pin(async move {
+            match call.await {
+                Ok((_, _, watch)) => Ok(Watched::Armed(Box::pin(watch.changed()))),
+                Err(zk_proto::Error::NoNode) => Ok(Watched::Gone),
+                Err(e) if e.is_retryable() => Ok(Watched::Retry),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+
+    /// Lists the children (queued now), with a children watch for the semaphore.
+    pub(super) fn listing(
+        &self,
+        watch: bool,
+    ) -> Pin<Box<dyn Future<Output = zk_proto::Result<Listing>> + Send + 'static>> {
+        if watch {
+            let list = self.client.get_children_watch(&self.parent);
+            Box::pin(async move { list.await.map(|(c, w)| (c, Some(w))) })
+        } else {
+            let list = self.client.get_children(&self.parent);
+            Box::pin(async move { list.await.map(|c| (c, None)) })
+        }
+    }
+
+    /// After a create with an unknown outcome: looks for the attempt's node.
+    pub(super) async fn find_own(&self, attempt: &Attempt) -> Result<Option<(String, i64)>> {
+        loop {
+            // `sync` first, so that the server we list on has seen every committed create.
+            let sync = self.client.sync(&self.parent);
+            let list = self.client.get_children(&self.parent);
+            let _ = sync.await;
+            let mut own: Vec<String> = match list.await {
+                Ok(children) => children
+                    .into_iter()
+                    .filter(|c| is_own_node(c, &attempt.id))
+                    .collect(),
+                Err(zk_proto::Error::NoNode) => return Ok(None),
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e.into()),
+            };
+            sort_by_sequence(&mut own);
+            let Some(first) = own.first() else {
+                return Ok(None);
+            };
+            let path = self.child_path(first);
+            match self.client.get_data(&path).await {
+                Ok((_, stat)) => return Ok(Some((path, stat.czxid))),
+                Err(zk_proto::Error::NoNode) => return Ok(None),
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Deletes any other node of the same attempt (a create applied twice after a lost reply).
+    pub(super) async fn drop_duplicates(&self, listing: &[String], id: &str, own: &str) {
+        for child in listing.iter().filter(|c| is_own_node(c, id) && *c != own) {
+            delete_retrying(&self.client, &self.child_path(child)).await;
+        }
+    }
+
+    pub(super) fn guard(&self, node: String, czxid: i64) -> LockGuard {
+        LockGuard {
+            client: self.client.clone(),
+            node: Some(node),
+            czxid,
+            states: self.client.state_watcher(),
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! A held lock: [`LockGuard`], its validity from the session's state, and its release.
+
+use tokio::sync::watch;
+use zk_proto::{Client, SessionState};
+
+use super::{LockError, Result};
+use crate::cleanup::withdraw;
+use crate::sequential::sequence_of;
+
+/// Whether a held lock can still be trusted, from the session's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Validity {
+    /// Connected: the lock is held.
+    Held,
+    /// The connection is lost (or the client is on a read-only server): the session, and
+    /// the lock with it, may still be alive, or may expire at any moment. Stop the work
+    /// that needs the lock until it is [`Held`](Validity::Held) again.
+    Suspended,
+    /// The session is over (expired, closed, authentication failed): the lock is gone.
+    Lost,
+}
+
+impl Validity {
+    fn of(state: SessionState) -> Validity {
+        match state {
+            SessionState::Connected => Validity::Held,
+            SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
+                Validity::Lost
+            }
+            _ => Validity::Suspended,
+        }
+    }
+}
+
+/// A held lock (or read lock, write lock, semaphore lease).
+///
+/// Released by [`release`](LockGuard::release), or when dropped: the delete is then queued at
+/// once (`zk_proto` queues a call when it is made) and retried in a background task if its
+/// connection drops (when a tokio runtime is available).
+///
+/// # Session loss
+///
+/// The lock is an ephemeral node: it lives as long as the session. While the client is
+/// disconnected, the session may expire on the server without the client knowing yet, so
+/// [`validity`](LockGuard::validity) is [`Validity::Suspended`]; after expiry it is
+/// [`Validity::Lost`]. Await [`lost`](LockGuard::lost) next to the protected work to stop it,
+/// and pass the [`fencing_token`](LockGuard::fencing_token) to the protected resource so that
+/// it can refuse a late writer.
+#[derive(Debug)]
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LockGuard {
+    pub(super) client: Client,
+    pub(super) node: Option<String>,
+    pub(super) czxid: i64,
+    pub(super) states: watch::Receiver<SessionState>,
+}
+
+impl LockGuard {
+    /// The full path of the lock node.
+    pub fn node(&self) -> &str {
+        self.node.as_deref().unwrap_or_default()
+    }
+
+    /// The node's sequence number (the holders' order).
+    pub fn sequence(&self) -> Option<i64> {
+        sequence_of(self.node())
+    }
+
+    /// A fencing token: the zxid that created the lock node. It strictly increases from one
+    /// holder of the lock to the next (the nodes are granted in creation order).
+    pub fn fencing_token(&self) -> i64 {
+        self.czxid
+    }
+
+    /// Whether the lock can still be trusted (see [`Validity`]).
+    pub fn validity(&self) -> Validity {
+        Validity::of(*self.states.borrow())
+    }
+
+    /// Whether the lock is held and the session connected.
+    pub fn is_valid(&self) -> bool {
+        self.validity() == Validity::Held
+    }
+
+    /// Resolves when the lock may no longer be held: the session is
+    /// [`Suspended`](Validity::Suspended) (disconnected; it may come back) or
+    /// [`Lost`](Validity::Lost). Returns that validity at once if it is not held now.
+    ///
+    /// # Errors
+    ///
+    /// None: the returned validity is the answer.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only watches the session state.
+    ///
+    /// # Session loss
+    ///
+    /// This is how session loss is reported.
+    pub async fn lost(&self) -> Validity {
+        let mut states = self.states.clone();
+        match states
+            .wait_for(|s| Validity::of(*s) != Validity::Held)
+            .await
+        {
+            Ok(state) => Validity::of(*state),
+            // The client is gone: so is the session.
+            Err(_) => Validity::Lost,
+        }
+    }
+
+    /// Releases the lock (deletes its node) and waits for it.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Lost`] when the session ended (the lock was lost before the release, and
+    /// the work it protected may have overlapped with another holder's), or when the node was
+    /// already deleted by someone else; other ZooKeeper errors as they come.
+    ///
+    /// # Cancellation safety
+    ///
+    /// The delete is queued when this is called; dropping the future leaves it to be sent
+    /// (the guard is consumed either way).
+    ///
+    /// # Session loss
+    ///
+    /// Retried across reconnects until the session ends (then `Lost`).
+    pub async fn release(mut self) -> Result<()> {
+        let Some(node) = self.node.take() else {
+            return Ok(());
+        };
+        // After a delete whose outcome is unknown (connection lost before its reply), a
+        // missing node means that delete was applied: released, not lost.
+        let mut maybe_deleted = false;
+        loop {
+            match self.client.delete(&node, None).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_retryable() => {
+                    maybe_deleted |= e.is_outcome_unknown();
+                    continue;
+                }
+                Err(zk_proto::Error::NoNode) if maybe_deleted => return Ok(()),
+                Err(zk_proto::Error::NoNode) => return Err(LockError::Lost),
+                Err(e) if e.is_terminal() => return Err(LockError::Lost),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Some(node) = self.node.take() else {
+            return;
+        };
+        withdraw(&self.client, node);
+    }
+}

@@ -1,0 +1,270 @@
+//! Distributed locks on ephemeral-sequential nodes: a mutex ([`Lock`]), a read-write lock
+//! ([`ReadWriteLock`]) and a counting semaphore ([`Semaphore`]).
+//!
+//! **Curator compatibility.** The mutex and the read-write lock interoperate with Apache
+//! Curator 5's `InterProcessMutex` and `InterProcessReadWriteLock` on the same path: the same
+//! node names (`_c_<uuid>-lock-<seq>`; `_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>`),
+//! the same order of the children and the same rule of who holds (see
+//! [`sort_like_curator`](crate::sequential::sort_like_curator)). The [`Semaphore`] is this
+//! crate's own design and is **not** compatible with Curator's semaphores.
+//!
+//! The design, the round-trip counts and the failure cases are described in
+//! `docs/recipes-lock.md`. In short:
+//!
+//! - every contender creates `<path>/_c_<uuid>-<name><seq>` (ephemeral, sequential) and lists
+//!   the children in the same round trip (the two requests are sent back to back);
+//! - the children are ordered as Curator orders them: every child of the path, by the text
+//!   after the lock name (for the recipes' nodes, the sequence number); a mutex or write-lock
+//!   contender holds when it is first, a reader when no write node is before it;
+//! - a waiter watches the node it waits for (its immediate predecessor; for a reader, the
+//!   nearest write node before it), and when that node is the only one in its way, its
+//!   deletion alone grants the lock (no new listing);
+//! - when that node is not the only one in its way, the waiter also watches the node just
+//!   before it: when that one goes, the waiter lists again while its predecessor takes the
+//!   lock, so that it learns in time that its predecessor is the last node in its way and
+//!   then takes the lock on the deletion alone. A deletion thus wakes at most two waiters;
+//! - a lost create reply is recovered by finding the node by its per-attempt `<uuid>`;
+//! - a cancelled, failed or timed-out acquire deletes its node;
+//! - the held lock is a [`LockGuard`] that tells when the session (and so possibly the lock) is
+//!   suspended or lost, and carries a fencing token (the node's czxid).
+
+mod attempt;
+mod guard;
+mod rules;
+
+use std::time::Duration;
+
+use zk_proto::Client;
+
+use attempt::Queue;
+pub use guard::{LockGuard, Validity};
+use rules::{Kind, MUTEX, READ, Rule, WRITE};
+
+/// The node name Curator's `InterProcessMutex` uses (`LOCK_NAME`; `_c_<uuid>-lock-<seq>`).
+pub const MUTEX_NAME: &str = "lock-";
+/// The node name of the read side of Curator's `InterProcessReadWriteLock`
+/// (`READ_LOCK_NAME`; `_c_<uuid>-__READ__<seq>`).
+pub const READ_NAME: &str = "__READ__";
+/// The node name of the write side of Curator's `InterProcessReadWriteLock`
+/// (`WRITE_LOCK_NAME`; `_c_<uuid>-__WRIT__<seq>`: Curator keeps both names the same length).
+pub const WRITE_NAME: &str = "__WRIT__";
+/// The node name of this crate's [`Semaphore`] leases (not compatible with Curator's
+/// semaphores).
+pub const LEASE_NAME: &str = "lease-";
+
+/// Why a lock operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// A ZooKeeper call failed (for example [`zk_proto::Error::SessionExpired`]).
+    #[error(transparent)]
+    Zk(#[from] zk_proto::Error),
+    /// The acquire did not succeed within its timeout; its node was deleted.
+    #[error("the lock was not acquired within the timeout")]
+    Timeout,
+    /// The lock (or the contender's node) is gone: the session ended, or the node was deleted
+    /// by someone else.
+    #[error("the lock was lost (session ended or node deleted)")]
+    Lost,
+    /// The parent's sequence counter wrapped past `i32::MAX`: the order of the contenders can
+    /// no longer be told from their names. Recreate the lock's parent node.
+    #[error("the sequence counter of the lock node wrapped (child {child})")]
+    SequenceWrapped {
+        /// The child whose sequence number could not be read.
+        child: String,
+    },
+}
+
+/// The result of the lock operations.
+pub type Result<T, E = LockError> = std::result::Result<T, E>;
+
+/// A distributed mutex, compatible with Apache Curator's `InterProcessMutex` on the same
+/// path: `<path>/_c_<uuid>-lock-<seq>` nodes in Curator's order (every child of the path,
+/// sorted by the text after `lock-`); the first holds the lock.
+///
+/// Not re-entrant: a second acquire from the same process waits behind the first like any
+/// other contender. The lock's parent node is created as a container node when missing.
+///
+/// ```no_run
+/// # async fn example(client: zk_proto::Client) -> zk_recipes::lock::Result<()> {
+/// let lock = zk_recipes::lock::Lock::new(client, "/locks/jobs");
+/// let guard = lock.acquire().await?;
+/// tokio::select! {
+///     _ = guard.lost() => { /* stop: the lock may be gone */ }
+///     _ = async { /* the protected work, fenced with guard.fencing_token() */ } => {}
+/// }
+/// guard.release().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Lock {
+    queue: Queue,
+}
+
+impl Lock {
+    /// A mutex under `path` (the parent of the contenders' nodes).
+    pub fn new(client: Client, path: &str) -> Lock {
+        Lock {
+            queue: Queue::new(client, path, MUTEX),
+        }
+    }
+
+    /// The lock's parent path.
+    pub fn path(&self) -> &str {
+        &self.queue.parent
+    }
+
+    /// Waits for the lock.
+    ///
+    /// Uncontended, this is one round trip (create and listing sent back to back).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Zk`] with the session's end ([`zk_proto::Error::SessionExpired`], ...) or
+    /// another refusal (ACL); [`LockError::Lost`] when the contender's node was deleted by
+    /// someone else; [`LockError::SequenceWrapped`]. Before the error is returned, the delete of
+    /// the contender's node is queued (so any later call of this client sees it gone); a node
+    /// whose name is not known yet (its create's reply was lost) is found and deleted by a
+    /// background task. Nothing waits for a server: the error comes at once even when none
+    /// is reachable.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future withdraws from the queue: the delete of the node is queued at once
+    /// from `Drop` (and sent even if nothing polls it), and when the node's name is not known
+    /// yet (create in flight or its reply lost) a background task finds it by its attempt id
+    /// and deletes it (this needs a tokio runtime; without one the node stays until the
+    /// session ends).
+    ///
+    /// # Session loss
+    ///
+    /// A disconnection while waiting is survived (watches are re-registered, a lost create
+    /// reply is recovered). Session expiry fails the acquire.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.queue.acquire(None).await
+    }
+
+    /// As [`acquire`](Lock::acquire), giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Timeout`] after `timeout`, even with no server reachable (the node's
+    /// delete is queued before it returns, as for the other errors), and
+    /// those of [`acquire`](Lock::acquire).
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`acquire`](Lock::acquire).
+    ///
+    /// # Session loss
+    ///
+    /// As [`acquire`](Lock::acquire).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.queue.acquire(Some(timeout)).await
+    }
+}
+
+/// A distributed read-write lock, compatible with Apache Curator's
+/// `InterProcessReadWriteLock` on the same path: `_c_<uuid>-__READ__<seq>` and
+/// `_c_<uuid>-__WRIT__<seq>` nodes under one path, in Curator's order (every child of the
+/// path, sorted by the text after `__READ__` / `__WRIT__`).
+///
+/// A reader holds the lock when no write node (a child whose name contains `__WRIT__`, of
+/// either library) is before it, so readers share the lock and a reader queued behind a
+/// writer waits for it (writers do not starve); a writer holds it when it is first among all
+/// the children. Grants are in node order. Unlike Curator's, the lock is not re-entrant (a
+/// holder of the write lock does not get the read lock for free).
+#[derive(Debug, Clone)]
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    /// A read-write lock under `path`.
+    pub fn new(client: Client, path: &str) -> ReadWriteLock {
+        ReadWriteLock {
+            read: Lock {
+                queue: Queue::new(client.clone(), path, READ),
+            },
+            write: Lock {
+                queue: Queue::new(client, path, WRITE),
+            },
+        }
+    }
+
+    /// The shared side: [`Lock::acquire`] on it takes a read lock.
+    pub fn read_lock(&self) -> &Lock {
+        &self.read
+    }
+
+    /// The exclusive side: [`Lock::acquire`] on it takes the write lock.
+    pub fn write_lock(&self) -> &Lock {
+        &self.write
+    }
+}
+
+/// A counting semaphore: at most `permits` leases at a time, granted in node order
+/// (`<path>/_c_<uuid>-lease-<seq>`; the first `permits` nodes hold a lease).
+///
+/// **Not compatible with Apache Curator**: this is this crate's own design, simpler than
+/// Curator's `InterProcessSemaphoreV2` (a lock plus lease nodes, under `locks/` and `leases/`)
+/// and `InterProcessSemaphoreMutex`; a Curator semaphore and this one on the same path do not
+/// see each other. All contenders must agree on `permits`. A waiter watches the children (so
+/// every release wakes every waiter: fine for the small queues semaphores usually have).
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    lock: Lock,
+}
+
+impl Semaphore {
+    /// A semaphore with `permits` leases (at least 1) under `path`.
+    pub fn new(client: Client, path: &str, permits: usize) -> Semaphore {
+        let kind = Kind {
+            name: LEASE_NAME,
+            rule: Rule::Permits(permits.max(1)),
+            sort_names: &[LEASE_NAME],
+            every_child: false,
+        };
+        Semaphore {
+            lock: Lock {
+                queue: Queue::new(client, path, kind),
+            },
+        }
+    }
+
+    /// Waits for a lease.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::acquire`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`Lock::acquire`].
+    ///
+    /// # Session loss
+    ///
+    /// As [`Lock::acquire`].
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.lock.acquire().await
+    }
+
+    /// Waits for a lease at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::acquire_timeout`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`Lock::acquire`].
+    ///
+    /// # Session loss
+    ///
+    /// As [`Lock::acquire`].
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.lock.acquire_timeout(timeout).await
+    }
+}
