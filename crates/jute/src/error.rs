@@ -2,8 +2,9 @@
 
 /// Why bytes could not be decoded into a record.
 ///
-/// Every error names the place where decoding stopped ([`DecodeError::at`]): the innermost record
-/// field being read, such as `Stat.czxid`, or the record type for errors about the whole input.
+/// Every error names the place where decoding stopped ([`DecodeError::location`]): the
+/// innermost record field being read, such as `Stat.czxid`, or the record type for errors
+/// about the whole input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} (at {at})")]
 pub struct DecodeError {

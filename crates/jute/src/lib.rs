@@ -13,7 +13,7 @@
 //!
 //! # Layout
 //!
-//! - [`records`](crate::records): every record of `zookeeper.jute` the client protocol uses,
+//! - [`records`]: every record of `zookeeper.jute` the client protocol uses,
 //!   declared once in a table that derives the struct, [`Encode`] and [`Decode`].
 //! - [`multi`]: the multi and multiRead bodies ([`MultiRequest`], [`MultiResponse`]).
 //! - [`message`]: a whole server frame by the op code of the request it answers

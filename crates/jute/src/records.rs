@@ -1,6 +1,6 @@
 //! Every record of the client protocol, declared once.
 //!
-//! The [`records!`] table below is the only place a record's fields are listed: the macro derives
+//! The `records!` table below is the only place a record's fields are listed: the macro derives
 //! the struct, [`Encode`], [`Decode`] (with [`Decode::MIN_LEN`]), the proptest strategy and the
 //! by-name registry used by the conformance tests and fuzz targets. Field order follows
 //! `zookeeper-jute/src/main/resources/zookeeper.jute` of ZooKeeper 3.8; each record names its

@@ -1,0 +1,38 @@
+//! Two candidates join one election; the leader runs its work while it leads, then steps
+//! down, and the other candidate takes over.
+//!
+//! ```sh
+//! cargo run -p zk-recipes --example leader_latch -- 127.0.0.1:2181
+//! ```
+
+use std::time::Duration;
+
+use zk_recipes::election::{LeaderLatch, RunOutcome, run_while_leading};
+use zk_recipes::zk_proto::Client;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let connect = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:2181".into());
+    let path = "/example-election";
+    let first = LeaderLatch::start(&Client::connect(&connect).await?, path, "first");
+    first.await_leadership().await?;
+    // Joins after `first` leads: it waits in line.
+    let second = LeaderLatch::start(&Client::connect(&connect).await?, path, "second");
+
+    for (name, latch) in [("first", first), ("second", second)] {
+        let work = async {
+            for step in 1..=3 {
+                println!("{name} leads: step {step}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        match run_while_leading(&latch.leadership(), work).await? {
+            RunOutcome::Completed(()) => println!("{name} finished its work; stepping down"),
+            RunOutcome::LeadershipLost => println!("{name} lost the leadership mid-work"),
+        }
+        latch.close().await?;
+    }
+    Ok(())
+}
