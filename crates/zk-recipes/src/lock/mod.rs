@@ -194,12 +194,14 @@ impl ReadWriteLock {
         }
     }
 
-    /// The shared side: [`Lock::acquire`] on it takes a read lock.
+    /// The read side (shared): [`Lock::acquire`] on it takes a read lock, which any number of
+    /// readers hold at once while no writer holds or waits before them (`__READ__` nodes).
     pub fn read_lock(&self) -> &Lock {
         &self.read
     }
 
-    /// The exclusive side: [`Lock::acquire`] on it takes the write lock.
+    /// The write side (exclusive): [`Lock::acquire`] on it takes the write lock, which
+    /// excludes every other writer and reader (`__WRIT__` nodes).
     pub fn write_lock(&self) -> &Lock {
         &self.write
     }
