@@ -26,7 +26,7 @@
 //   check <case> ok <bytes>
 //   result <case> <decode|encode> <median-ns-per-op> <iterations-per-round>
 //
-// The messages built here must stay identical to `benches/src/lib.rs` (`build_*` functions):
+// The messages built here must stay identical to `benches/src/codec/cases.rs` (`build_*`):
 // the cross-check fails loudly when they drift apart.
 
 import java.io.ByteArrayOutputStream;
@@ -89,7 +89,7 @@ public final class CodecBench {
         abstract void encodeLoop(long n) throws IOException;
     }
 
-    // ---- the messages (keep in sync with benches/src/lib.rs) ----
+    // ---- the messages (keep in sync with benches/src/codec/cases.rs) ----
 
     static Stat stat(long czxid, long mzxid, long ctime, long mtime, int version, int cversion,
             int dataLength, int numChildren, long pzxid) {

@@ -8,8 +8,8 @@
 
 use std::process::Command;
 
-use zk_benches::CaseId;
-use zk_benches::json::{self, Value};
+use serde_json::Value;
+use zk_benches::codec::CaseId;
 
 fn run_codec(args: &[&str]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_codec"))
@@ -23,7 +23,7 @@ fn run_codec(args: &[&str]) -> Value {
         "codec {args:?} failed with {}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
         output.status
     );
-    json::parse(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
 }
 
 fn positive(message: &Value, key: &str) -> f64 {

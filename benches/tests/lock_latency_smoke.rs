@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-use zk_benches::json::{self, Value};
+use serde_json::Value;
 
 const EXPECTED: [&str; 17] = [
     "raw_create",
@@ -79,7 +79,7 @@ fn tiny_run_reports_every_metric() {
     let lines: Vec<Value> = stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| json::parse(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect();
     let by_name = |name: &str| {
         lines

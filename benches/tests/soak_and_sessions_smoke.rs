@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use zk_benches::json::{self, Value};
+use serde_json::Value;
 
 fn run_json(binary: &str, args: &[&str]) -> Vec<Value> {
     let output = Command::new(binary)
@@ -22,7 +22,7 @@ fn run_json(binary: &str, args: &[&str]) -> Vec<Value> {
     stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| json::parse(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
 

@@ -1,14 +1,14 @@
 //! The codec benchmark: our jute codec against the reference Java serializer on the same bytes.
 //!
 //! `cargo run --release -p zk-benches --bin codec -- [--json] [--quick] [--no-java]`; see
-//! `docs/benchmarks.md` and [`zk_benches`].
+//! `docs/benchmarks.md` and [`zk_benches::codec`].
 
 use std::process::ExitCode;
 
-use zk_benches::{Cli, USAGE};
+use zk_benches::codec::{self, Cli, USAGE};
 
 fn main() -> ExitCode {
-    let options = match zk_benches::Options::parse(std::env::args_os().skip(1)) {
+    let options = match codec::Options::parse(std::env::args_os().skip(1)) {
         Ok(Cli::Run(options)) => options,
         Ok(Cli::Help) => {
             println!("{USAGE}");
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match zk_benches::run(&options) {
+    match codec::run(&options) {
         Ok(report) if options.json => {
             print!("{}", report.to_json());
             ExitCode::SUCCESS

@@ -13,8 +13,11 @@ use zk_proto::{Client, CreateOptions};
 use zk_recipes::election::LeaderLatch;
 use zk_recipes::lock::Lock;
 
-use super::{BoxError, Counters, Counts, Metric, read_counters};
-use crate::json;
+use serde_json::Value;
+
+use super::servers::{Counters, read_counters};
+use super::{BoxError, Counts, Metric};
+use crate::codec;
 
 /// One workload of the benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,7 +121,7 @@ impl Progress {
     }
 
     fn tick(&self, done: usize) {
-        if done % self.step == 0 {
+        if done.is_multiple_of(self.step) {
             self.show(done);
         }
     }
@@ -335,9 +338,10 @@ async fn pipelined_get(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let mut metrics = vec![Metric::from_samples("pipelined_get", &samples)];
     let wall = section.finish(ctx, n, true, &mut metrics);
     metrics[0].ops_per_s = Some(n as f64 / wall.as_secs_f64());
+    // A float, as it always was in the JSON (`32.000`).
     metrics[0]
         .extra
-        .push(("in_flight", json::num(window as f64)));
+        .push(("in_flight", Value::from(window as f64)));
     progress.finish();
     let _ = client.close().await;
     Ok(metrics)
@@ -493,8 +497,9 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let m = &mut metrics[0];
     m.ops_per_s = Some(total as f64 / wall.as_secs_f64());
     m.violations = Some(shared.violations.load(Ordering::SeqCst));
-    m.extra.push(("sessions", c.contended_sessions.to_string()));
-    m.extra.push(("cycles", total.to_string()));
+    m.extra
+        .push(("sessions", Value::from(c.contended_sessions)));
+    m.extra.push(("cycles", Value::from(total)));
     for client in clients {
         let _ = client.close().await;
     }
@@ -563,7 +568,7 @@ async fn election_failover(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     section.finish(ctx, c.failover_rounds, true, &mut metrics);
     metrics[0]
         .extra
-        .push(("candidates", c.candidates.to_string()));
+        .push(("candidates", Value::from(c.candidates)));
     for (client, latch) in candidates {
         drop(latch);
         let _ = client.close().await;
@@ -587,19 +592,19 @@ async fn wait_for_leader(candidates: &[(Client, LeaderLatch)]) -> Result<usize, 
 
 /// `codec`: the codec benchmark in quick mode, one metric per message and direction.
 pub(crate) fn codec(no_java: bool, progress: bool) -> Result<Vec<Metric>, BoxError> {
-    let mut options = crate::Options {
+    let mut options = codec::Options {
         json: true,
         quick: true,
         no_java,
     };
-    let report = match crate::run(&options) {
+    let report = match codec::run(&options) {
         Ok(report) => report,
         Err(e) if !no_java => {
             if progress {
                 eprintln!("lock_latency: codec reference unavailable ({e}); timing ours only");
             }
             options.no_java = true;
-            crate::run(&options)?
+            codec::run(&options)?
         }
         Err(e) => return Err(e.into()),
     };
@@ -627,12 +632,12 @@ pub(crate) fn codec(no_java: bool, progress: bool) -> Result<Vec<Metric>, BoxErr
                 ops_per_s: Some(1e9 / ours.median_ns),
                 ..Metric::default()
             };
-            m.extra.push(("bytes", row.bytes.to_string()));
+            m.extra.push(("bytes", Value::from(row.bytes)));
             m.extra.push((
                 "reference_p50_us",
-                json::opt_num(reference.map(|r| r.median_ns / 1e3)),
+                Value::from(reference.map(|r| r.median_ns / 1e3)),
             ));
-            m.extra.push(("ratio_vs_reference", json::opt_num(ratio)));
+            m.extra.push(("ratio_vs_reference", Value::from(ratio)));
             metrics.push(m);
         }
     }

@@ -1,0 +1,153 @@
+//! Our side: checks that each frame decodes back to its message and encodes back to the same
+//! bytes, then times decode and encode.
+
+use std::fmt;
+use std::hint::black_box;
+
+use bytes::Bytes;
+use jute::{DecodeError, Encode, Response, ServerMessage};
+
+use super::cases::{
+    CaseId, build_create_request, build_get_children2_reply, build_get_data_reply,
+    build_watcher_event, decode_create_request, decode_get_children2_reply, decode_get_data_reply,
+    decode_watcher_event,
+};
+use super::timing::{Measurement, measure};
+use super::{BenchError, Settings};
+
+/// Checks that `decode(frame)` gives `expected` and that `encode()` gives `frame` back, then
+/// times both.
+fn bench_ours<T, D, E>(
+    case: CaseId,
+    frame: &Bytes,
+    expected: &T,
+    decode: D,
+    encode: E,
+    settings: &Settings,
+) -> Result<(Measurement, Measurement), BenchError>
+where
+    T: PartialEq + fmt::Debug,
+    D: Fn(Bytes) -> Result<T, DecodeError>,
+    E: Fn() -> Bytes,
+{
+    match decode(frame.clone()) {
+        Ok(value) if &value == expected => {}
+        Ok(value) => {
+            return Err(BenchError::SelfCheck(format!(
+                "{}: decoded {value:?}, expected {expected:?}",
+                case.id()
+            )));
+        }
+        Err(e) => {
+            return Err(BenchError::SelfCheck(format!(
+                "{}: our own frame does not decode: {e}",
+                case.id()
+            )));
+        }
+    }
+    if encode() != *frame {
+        return Err(BenchError::SelfCheck(format!(
+            "{}: encoding is not deterministic",
+            case.id()
+        )));
+    }
+    let decoded = measure(settings, || decode(black_box(frame.clone())));
+    let encoded = measure(settings, &encode);
+    Ok((decoded, encoded))
+}
+
+/// Times our decode and encode of `case`; `frame` is [`CaseId::frame`].
+///
+/// # Errors
+///
+/// [`BenchError::SelfCheck`] if the frame does not decode back to the message.
+pub fn measure_ours(
+    case: CaseId,
+    frame: &Bytes,
+    settings: &Settings,
+) -> Result<(Measurement, Measurement), BenchError> {
+    match case {
+        CaseId::GetDataReply => {
+            let message = build_get_data_reply();
+            let expected = ServerMessage::Reply {
+                header: message.0.clone(),
+                body: Some(Response::GetData(message.1.clone())),
+            };
+            bench_ours(
+                case,
+                frame,
+                &expected,
+                decode_get_data_reply,
+                || black_box(&message).to_bytes(),
+                settings,
+            )
+        }
+        CaseId::GetChildren2Reply => {
+            let message = build_get_children2_reply();
+            let expected = ServerMessage::Reply {
+                header: message.0.clone(),
+                body: Some(Response::GetChildren2(message.1.clone())),
+            };
+            bench_ours(
+                case,
+                frame,
+                &expected,
+                decode_get_children2_reply,
+                || black_box(&message).to_bytes(),
+                settings,
+            )
+        }
+        CaseId::CreateRequest => {
+            let message = build_create_request();
+            bench_ours(
+                case,
+                frame,
+                &message,
+                decode_create_request,
+                || black_box(&message).to_bytes(),
+                settings,
+            )
+        }
+        CaseId::WatcherEvent => {
+            let message = build_watcher_event();
+            let expected = ServerMessage::Notification(message.0.clone(), message.1.clone());
+            bench_ours(
+                case,
+                frame,
+                &expected,
+                decode_watcher_event,
+                || black_box(&message).to_bytes(),
+                settings,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn every_case_round_trips_through_our_codec() {
+        let settings = Settings {
+            warmup: Duration::ZERO,
+            java_warmup: Duration::ZERO,
+            rounds: 1,
+            round: Duration::from_micros(1),
+        };
+        for case in CaseId::ALL {
+            let frame = case.frame();
+            measure_ours(case, &frame, &settings).expect("round trip");
+        }
+    }
+
+    #[test]
+    fn a_frame_that_is_not_the_message_fails_the_self_check() {
+        let settings = Settings::QUICK;
+        let other = CaseId::WatcherEvent.frame();
+        let err = measure_ours(CaseId::GetDataReply, &other, &settings).expect_err("mismatch");
+        assert!(matches!(err, BenchError::SelfCheck(_)), "{err}");
+    }
+}

@@ -1,0 +1,296 @@
+//! What the lock latency benchmark reports: a [`Metric`] per kind of operation, the
+//! [`ratios`] between metrics, and the targets that are not ratios.
+
+use std::time::Duration;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
+
+use crate::json;
+
+/// One reported figure: latency percentiles of one kind of operation, or a ratio.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Metric {
+    /// The metric name (`raw_pair`, `lock_cycle`, ...).
+    pub name: String,
+    /// How many operations were measured.
+    pub n: Option<u64>,
+    /// Median latency, microseconds.
+    pub p50_us: Option<f64>,
+    /// 90th percentile, microseconds.
+    pub p90_us: Option<f64>,
+    /// 99th percentile, microseconds.
+    pub p99_us: Option<f64>,
+    /// Slowest operation, microseconds.
+    pub max_us: Option<f64>,
+    /// Throughput where it means something (pipelined and contended workloads, codec).
+    pub ops_per_s: Option<f64>,
+    /// Mutual-exclusion violations seen (contended lock only).
+    pub violations: Option<u64>,
+    /// Packets the server(s) received per operation (`mntr` zk_packets_received).
+    pub server_packets_per_op: Option<f64>,
+    /// Transactions committed per operation (zxid difference from `srvr`).
+    pub server_txns_per_op: Option<f64>,
+    /// Client process CPU (user + system) per operation, microseconds.
+    pub client_cpu_us_per_op: Option<f64>,
+    /// Further keys of the JSON line, in order.
+    pub extra: Vec<(&'static str, Value)>,
+    /// The sorted samples in microseconds (for the plot; not printed).
+    pub samples_us: Vec<f64>,
+}
+
+impl Metric {
+    /// A metric with percentiles over `samples` (nearest rank).
+    pub fn from_samples(name: &str, samples: &[Duration]) -> Metric {
+        let mut us: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+        us.sort_by(f64::total_cmp);
+        let pct = |p: f64| -> Option<f64> {
+            if us.is_empty() {
+                return None;
+            }
+            let rank = (p * us.len() as f64).ceil() as usize;
+            Some(us[rank.clamp(1, us.len()) - 1])
+        };
+        Metric {
+            name: name.to_owned(),
+            n: Some(us.len() as u64),
+            p50_us: pct(0.50),
+            p90_us: pct(0.90),
+            p99_us: pct(0.99),
+            max_us: us.last().copied(),
+            samples_us: us,
+            ..Metric::default()
+        }
+    }
+
+    /// One JSON object (one line, no newline; its keys are listed on the `Serialize` impl).
+    pub fn to_json(&self) -> String {
+        json::to_line(self)
+    }
+
+    /// The number `key` of [`Metric::extra`], if there is one.
+    pub(super) fn extra_num(&self, key: &str) -> Option<f64> {
+        self.extra_value(key).and_then(Value::as_f64)
+    }
+
+    /// The value `key` of [`Metric::extra`].
+    pub(super) fn extra_value(&self, key: &str) -> Option<&Value> {
+        self.extra.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+}
+
+/// One JSON line: `client` (`"rzk"`), `metric`, `n`, `p50_us`, `p90_us`, `p99_us`, `max_us`,
+/// `ops_per_s` and `client_cpu_us_per_op` (`null` when absent), then `violations`,
+/// `server_packets_per_op` and `server_txns_per_op` when present, then [`Metric::extra`] in
+/// order (`docs/performance.md`).
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("client", "rzk")?;
+        map.serialize_entry("metric", &self.name)?;
+        map.serialize_entry("n", &self.n)?;
+        map.serialize_entry("p50_us", &self.p50_us)?;
+        map.serialize_entry("p90_us", &self.p90_us)?;
+        map.serialize_entry("p99_us", &self.p99_us)?;
+        map.serialize_entry("max_us", &self.max_us)?;
+        map.serialize_entry("ops_per_s", &self.ops_per_s)?;
+        map.serialize_entry("client_cpu_us_per_op", &self.client_cpu_us_per_op)?;
+        if let Some(v) = self.violations {
+            map.serialize_entry("violations", &v)?;
+        }
+        if let Some(p) = self.server_packets_per_op {
+            map.serialize_entry("server_packets_per_op", &p)?;
+        }
+        if let Some(t) = self.server_txns_per_op {
+            map.serialize_entry("server_txns_per_op", &t)?;
+        }
+        for (key, value) in &self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// A ratio between two metrics, most with a target set by the issue.
+#[derive(Debug, Clone, Copy)]
+struct RatioSpec {
+    name: &'static str,
+    numerator: (&'static str, Field),
+    denominator: (&'static str, Field),
+    /// `Some((limit, true))`: at most; `Some((limit, false))`: at least; `None`: a figure to
+    /// read beside the others, with no target.
+    target: Option<(f64, bool)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    P50,
+    OpsPerS,
+}
+
+const RATIOS: [RatioSpec; 4] = [
+    RatioSpec {
+        name: "lock_cycle_p50/raw_pair_p50",
+        numerator: ("lock_cycle", Field::P50),
+        denominator: ("raw_pair", Field::P50),
+        target: Some((1.10, true)),
+    },
+    RatioSpec {
+        name: "handoff_p50/raw_delete_p50",
+        numerator: ("lock_contended", Field::P50),
+        denominator: ("raw_delete", Field::P50),
+        target: Some((1.25, true)),
+    },
+    // The handoff against the delete round trip measured in the same contended run: how
+    // much of the handoff is the delete itself under that load (the waiter acting on the
+    // notification alone puts it near 1), whatever the load does to the delete.
+    RatioSpec {
+        name: "handoff_p50/contended_release_p50",
+        numerator: ("lock_contended", Field::P50),
+        denominator: ("lock_contended_release", Field::P50),
+        target: None,
+    },
+    RatioSpec {
+        name: "pipelined_get_ops/raw_get_ops",
+        numerator: ("pipelined_get", Field::OpsPerS),
+        denominator: ("raw_get", Field::OpsPerS),
+        target: Some((4.0, false)),
+    },
+];
+
+/// The ratios between metrics (as metrics named like `lock_cycle_p50/raw_pair_p50` with the
+/// keys `ratio`, `target` and `target_met`), for those whose both sides were measured.
+pub fn ratios(metrics: &[Metric]) -> Vec<Metric> {
+    let find = |(name, field): (&str, Field)| {
+        let m = metrics.iter().find(|m| m.name == name)?;
+        match field {
+            Field::P50 => m.p50_us,
+            Field::OpsPerS => m.ops_per_s,
+        }
+    };
+    RATIOS
+        .iter()
+        .filter_map(|spec| {
+            let ratio = find(spec.numerator)? / find(spec.denominator)?;
+            let (target, met) = match spec.target {
+                Some((limit, at_most)) => {
+                    let met = if at_most {
+                        ratio <= limit
+                    } else {
+                        ratio >= limit
+                    };
+                    let bound = if at_most { "<=" } else { ">=" };
+                    (Value::from(format!("{bound} {limit}")), Value::Bool(met))
+                }
+                None => (Value::Null, Value::Null),
+            };
+            Some(Metric {
+                name: spec.name.to_owned(),
+                extra: vec![
+                    // NaN or infinity: null (and no ratio row in the table).
+                    ("ratio", Value::from(ratio)),
+                    ("target", target),
+                    ("target_met", met),
+                ],
+                ..Metric::default()
+            })
+        })
+        .collect()
+}
+
+/// The targets of the issue that are not ratios, checked against `metrics`: `(description,
+/// measured, met)`.
+pub(super) fn other_targets(metrics: &[Metric]) -> Vec<(String, f64, bool)> {
+    let mut out = Vec::new();
+    let get = |name: &str| metrics.iter().find(|m| m.name == name);
+    if let Some(p) = get("lock_cycle").and_then(|m| m.server_packets_per_op) {
+        out.push((
+            "packets per uncontended lock cycle <= 3".into(),
+            p,
+            p <= 3.0,
+        ));
+    }
+    if let Some(c) = get("pipelined_get").and_then(|m| m.client_cpu_us_per_op) {
+        out.push(("pipelined_get client CPU <= 10 us/op".into(), c, c <= 10.0));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(name: &str, p50: f64) -> Metric {
+        Metric {
+            name: name.to_owned(),
+            p50_us: Some(p50),
+            ..Metric::default()
+        }
+    }
+
+    #[test]
+    fn ratios_carry_their_target_or_none() {
+        let metrics = [
+            metric("raw_delete", 100.0),
+            metric("lock_contended", 300.0),
+            metric("lock_contended_release", 250.0),
+        ];
+        let out = ratios(&metrics);
+        let find = |name: &str| {
+            out.iter()
+                .find(|m| m.name == name)
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        let handoff = find("handoff_p50/raw_delete_p50");
+        assert_eq!(handoff.extra_num("ratio"), Some(3.0));
+        assert_eq!(handoff.extra_value("target"), Some(&Value::from("<= 1.25")));
+        assert_eq!(handoff.extra_value("target_met"), Some(&Value::Bool(false)));
+        let same_run = find("handoff_p50/contended_release_p50");
+        assert_eq!(same_run.extra_num("ratio"), Some(1.2));
+        assert_eq!(same_run.extra_value("target"), Some(&Value::Null));
+        assert_eq!(same_run.extra_value("target_met"), Some(&Value::Null));
+        // Ratios whose metrics were not measured are left out.
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            same_run.to_json(),
+            "{\"client\":\"rzk\",\"metric\":\"handoff_p50/contended_release_p50\",\"n\":null,\
+             \"p50_us\":null,\"p90_us\":null,\"p99_us\":null,\"max_us\":null,\"ops_per_s\":null,\
+             \"client_cpu_us_per_op\":null,\"ratio\":1.200,\"target\":null,\"target_met\":null}"
+        );
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_micros).collect();
+        let m = Metric::from_samples("x", &samples);
+        assert_eq!(m.p50_us, Some(50.0));
+        assert_eq!(m.p90_us, Some(90.0));
+        assert_eq!(m.p99_us, Some(99.0));
+        assert_eq!(m.max_us, Some(100.0));
+        let v: Value = serde_json::from_str(&m.to_json()).expect("valid JSON");
+        assert_eq!(v["client"], "rzk");
+        assert_eq!(v["n"], 100);
+    }
+
+    #[test]
+    fn optional_keys_and_extras_follow_the_fixed_ones() {
+        let m = Metric {
+            name: "lock_contended".into(),
+            n: Some(3),
+            violations: Some(0),
+            server_packets_per_op: Some(4.5),
+            extra: vec![
+                ("sessions", Value::from(8_usize)),
+                ("in_flight", Value::from(32.0)),
+            ],
+            ..Metric::default()
+        };
+        assert_eq!(
+            m.to_json(),
+            "{\"client\":\"rzk\",\"metric\":\"lock_contended\",\"n\":3,\"p50_us\":null,\
+             \"p90_us\":null,\"p99_us\":null,\"max_us\":null,\"ops_per_s\":null,\
+             \"client_cpu_us_per_op\":null,\"violations\":0,\"server_packets_per_op\":4.500,\
+             \"sessions\":8,\"in_flight\":32.000}"
+        );
+    }
+}

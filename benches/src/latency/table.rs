@@ -1,0 +1,130 @@
+//! The readable report of the lock latency benchmark.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::metric::{Metric, other_targets};
+
+fn cell(v: Option<f64>, decimals: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.decimals$}"))
+}
+
+/// The readable report: one row per metric, then the ratios and targets.
+pub fn to_table(target: &str, metrics: &[Metric]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "lock_latency (client rzk) against {target}");
+    let _ = writeln!(
+        out,
+        "{:<34} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>7} {:>6} {:>5} {:>7}",
+        "metric",
+        "n",
+        "p50 us",
+        "p90 us",
+        "p99 us",
+        "max us",
+        "ops/s",
+        "cpu us",
+        "pkts",
+        "txns",
+        "viol",
+        "vs ref"
+    );
+    for m in metrics.iter().filter(|m| m.extra_num("ratio").is_none()) {
+        let _ = writeln!(
+            out,
+            "{:<34} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>7} {:>6} {:>5} {:>7}",
+            m.name,
+            m.n.map_or("-".into(), |n| n.to_string()),
+            cell(m.p50_us, if m.name.starts_with("codec_") { 3 } else { 1 }),
+            cell(m.p90_us, 1),
+            cell(m.p99_us, 1),
+            cell(m.max_us, 1),
+            cell(m.ops_per_s, 0),
+            cell(m.client_cpu_us_per_op, 1),
+            cell(m.server_packets_per_op, 3),
+            cell(m.server_txns_per_op, 3),
+            m.violations.map_or("-".into(), |v| v.to_string()),
+            cell(m.extra_num("ratio_vs_reference"), 3),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\ncpu us: client process CPU (user+system) per op; pkts: packets received by the \
+         server(s) per op (mntr); txns: transactions committed per op (zxid); viol: \
+         mutual-exclusion violations. lock_contended percentiles are the handoff latency; codec \
+         p50 is the median time per op over rounds, vs ref its ratio to the Java serializer \
+         (below 1: faster)."
+    );
+    let ratio_rows: Vec<&Metric> = metrics
+        .iter()
+        .filter(|m| m.extra_num("ratio").is_some())
+        .collect();
+    let others = other_targets(metrics);
+    if !ratio_rows.is_empty() || !others.is_empty() {
+        let _ = writeln!(out, "\ntargets (figures, not tests):");
+        for m in ratio_rows {
+            let verdict = match (m.extra_value("target"), m.extra_value("target_met")) {
+                (Some(Value::String(target)), Some(met)) => format!(
+                    "target {target:<8} {}",
+                    if met.as_bool() == Some(true) {
+                        "met"
+                    } else {
+                        "MISSED"
+                    }
+                ),
+                _ => "(no target)".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<40} {:>8.3}  {verdict}",
+                m.name,
+                m.extra_num("ratio").unwrap_or(f64::NAN),
+            );
+        }
+        for (what, value, met) in others {
+            let _ = writeln!(
+                out,
+                "  {:<49} {:>8.3}  {}",
+                what,
+                value,
+                if met { "met" } else { "MISSED" }
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::metric::ratios;
+    use super::*;
+
+    #[test]
+    fn ratios_show_their_verdict_or_no_target() {
+        let metric = |name: &str, p50: f64| Metric {
+            name: name.to_owned(),
+            p50_us: Some(p50),
+            ..Metric::default()
+        };
+        let metrics = [
+            metric("raw_delete", 100.0),
+            metric("lock_contended", 300.0),
+            metric("lock_contended_release", 250.0),
+        ];
+        let all: Vec<Metric> = metrics.iter().cloned().chain(ratios(&metrics)).collect();
+        let table = to_table("test", &all);
+        assert!(
+            table.contains(
+                "  handoff_p50/raw_delete_p50                  3.000  target <= 1.25  MISSED\n"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("  handoff_p50/contended_release_p50           1.200  (no target)\n"),
+            "{table}"
+        );
+        // Ratios are not rows of the metric table.
+        assert!(!table.contains("\nhandoff_p50"), "{table}");
+    }
+}
