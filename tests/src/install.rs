@@ -81,12 +81,12 @@ impl ZkInstall {
 
     /// The `javac` next to [`ZkInstall::java`] (after resolving symlinks), else `javac` on `PATH`.
     pub fn javac(&self) -> Result<PathBuf> {
-        if let Ok(real) = fs::canonicalize(&self.java) {
-            if let Some(dir) = real.parent() {
-                let javac = dir.join("javac");
-                if is_executable(&javac) {
-                    return Ok(javac);
-                }
+        if let Ok(real) = fs::canonicalize(&self.java)
+            && let Some(dir) = real.parent()
+        {
+            let javac = dir.join("javac");
+            if is_executable(&javac) {
+                return Ok(javac);
             }
         }
         which(env::var_os("PATH"), "javac").ok_or_else(|| Error::NotInstalled {

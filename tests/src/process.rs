@@ -262,10 +262,10 @@ impl Instance {
     /// Starts the JVM unless it is running already.
     pub(crate) fn spawn(&self) -> Result<()> {
         let mut guard = self.lock();
-        if let Some(child) = guard.as_mut() {
-            if matches!(child.try_wait(), Ok(None)) {
-                return Ok(());
-            }
+        if let Some(child) = guard.as_mut()
+            && matches!(child.try_wait(), Ok(None))
+        {
+            return Ok(());
         }
         *guard = None;
         let log_err = |e| Error::io(format!("opening {}", self.log_path.display()), e);

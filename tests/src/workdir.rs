@@ -133,10 +133,10 @@ fn reap_orphans_in(base: &Path) {
         let mut java_pids = Vec::new();
         collect_java_pids(&dir, 2, &mut java_pids);
         for pid in java_pids {
-            if command_line_mentions(pid, &dir) {
-                if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-                    let _ = kill_process(pid, Signal::KILL);
-                }
+            if command_line_mentions(pid, &dir)
+                && let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw)
+            {
+                let _ = kill_process(pid, Signal::KILL);
             }
         }
         let _ = fs::remove_dir_all(&dir);

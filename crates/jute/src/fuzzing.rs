@@ -874,7 +874,7 @@ fn concat(parts: &[&[u8]]) -> Vec<u8> {
 
 /// Parses lowercase (or uppercase) hex with an even number of digits.
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     text.as_bytes()

@@ -65,7 +65,7 @@ fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
             _ => Err(format!("not a lowercase hex digit: {:?}", char::from(c))),
         }
     }
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", text.len()));
     }
     text.as_bytes()
