@@ -48,6 +48,26 @@ pub enum Error {
     },
 }
 
+/// The value of a server or ensemble start in a test, or a panic with the error.
+///
+/// When Java or ZooKeeper is missing ([`Error::NotInstalled`]) the panic message is one line,
+/// the error's: what is missing and "run `scripts/install-deps.sh` ...". That is how `cargo
+/// test` fails on a machine without them; other errors keep their detail (the server's log
+/// tail).
+///
+/// ```no_run
+/// let server = zk_testkit::started(zk_testkit::ZkServer::start());
+/// # drop(server);
+/// ```
+#[track_caller]
+pub fn started<T>(result: Result<T>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e @ Error::NotInstalled { .. }) => panic!("{e}"),
+        Err(e) => panic!("start ZooKeeper: {e}"),
+    }
+}
+
 impl Error {
     pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
         Error::Io {
@@ -95,5 +115,33 @@ impl std::error::Error for Error {
             Error::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_install_fails_a_start_with_one_line_naming_the_script() {
+        let failed = std::panic::catch_unwind(|| {
+            started::<()>(Err(Error::NotInstalled {
+                missing: "/usr/share/java/zookeeper.jar not found (package zookeeper)".into(),
+            }))
+        })
+        .expect_err("must panic");
+        let message = failed
+            .downcast_ref::<String>()
+            .expect("a formatted message");
+        assert!(!message.contains('\n'), "{message}");
+        assert!(
+            message
+                .starts_with("ZooKeeper test servers unavailable: /usr/share/java/zookeeper.jar"),
+            "{message}"
+        );
+        assert!(
+            message.contains("run `scripts/install-deps.sh`"),
+            "{message}"
+        );
     }
 }

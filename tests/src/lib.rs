@@ -7,13 +7,20 @@
 //! - [`four_letter`]: ZooKeeper's four-letter admin commands (`ruok`, `srvr`, `mntr`, ...).
 //! - [`fault`]: fault injection on tokio: a TCP proxy that cuts, refuses, freezes, delays or
 //!   cuts right after a chosen request, and a hostile scripted server.
+//! - [`java`]: small Java programs run from tests (the ZooKeeper Java client, Apache Curator).
+//! - `client` (feature `client`, which adds a dependency on `zk-proto`): the helpers the async
+//!   integration tests of the workspace share: servers started off the runtime's threads,
+//!   bounded connects, `within`/`eventually`/`wait_for_state` and the other bounded waits, a
+//!   session-state log, node listings, and a `serial()` guard for tests that start JVMs. Turn
+//!   it on in a dev-dependency: `zk-testkit = { workspace = true, features = ["client"] }`.
 //!
 //! The API is synchronous (std processes and sockets); call it from `#[test]` functions, or
 //! from async tests through `tokio::task::spawn_blocking` when a start must not block a runtime
-//! thread. Java and the ZooKeeper jars come from Debian's `zookeeper` package (or
+//! thread (the starters of `client` do that). Java and the ZooKeeper jars come from Debian's `zookeeper` package (or
 //! [`ENV_CLASSPATH`] / [`ENV_JAVA`]); when they are missing every start fails with
-//! [`Error::NotInstalled`], whose message says to run `scripts/install-deps.sh`. Tests never
-//! skip silently.
+//! [`Error::NotInstalled`], whose message says to run `scripts/install-deps.sh`, and a test that
+//! unwraps a start with [`started`] (as the `client` starters do) fails with that one line.
+//! Tests never skip silently.
 //!
 //! ```no_run
 //! use zk_testkit::{Ensemble, Mode, ZkServer};
@@ -36,6 +43,8 @@
 //! [`ENV_DIR`] (`ZK_TESTKIT_DIR`, parent of the server directories), [`ENV_KEEP`]
 //! (`ZK_TESTKIT_KEEP_DIRS=1` keeps the directories and logs after the test).
 
+#[cfg(feature = "client")]
+pub mod client;
 mod ensemble;
 mod error;
 pub mod fault;
@@ -49,7 +58,7 @@ mod server;
 mod workdir;
 
 pub use ensemble::{Ensemble, EnsembleBuilder, EnsembleServer, QUORUM_MAIN};
-pub use error::{Error, INSTALL_HINT, Result};
+pub use error::{Error, INSTALL_HINT, Result, started};
 pub use four_letter::{FOUR_LETTER_TIMEOUT, Mode, four_letter};
 pub use install::{DEBIAN_JAR_DIR, ENV_CLASSPATH, ENV_JAVA, ZkInstall};
 pub use ports::{free_port, free_ports};

@@ -3,12 +3,12 @@
 
 use std::time::Instant;
 
-use zk_testkit::{Ensemble, Mode};
+use zk_testkit::{Ensemble, Mode, started};
 
 #[test]
 fn ensemble_of_three_elects_a_new_leader_when_the_leader_dies() {
     let t = Instant::now();
-    let ensemble = Ensemble::start(3).expect("start a 3-server ensemble");
+    let ensemble = started(Ensemble::start(3));
     eprintln!("ensemble start took {:.2?}", t.elapsed());
     assert_eq!(ensemble.len(), 3);
 

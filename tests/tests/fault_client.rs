@@ -8,27 +8,25 @@
 //!   1 MiB across a server restart; a reconnection that the server accepts and never answers.
 //!
 //! Every wait is bounded ([`GUARD`] or a bound derived from the client's timers), so a bug
-//! fails a test instead of hanging it. The tests that start a JVM take [`SERIAL`].
+//! fails a test instead of hanging it. The tests that start a JVM take the kit's `serial()`
+//! guard.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::task::JoinSet;
-use tokio::time::{Instant, timeout};
+use tokio::time::Instant;
 use zk_proto::session::Backoff;
 use zk_proto::{
     Client, ClientBuilder, ConnectFailure, CreateOptions, Error, MultiOperation, SessionState,
 };
 use zk_testkit::ZkServer;
+use zk_testkit::client::{Proxied, connect_proxied, serial, start_server, wait_for_state, within};
 use zk_testkit::fault::{FIXED_DATA, FaultProxy, HUGE_LENGTH, HostileServer, Misbehaviour};
 
 /// The hang guard of a single step.
 const GUARD: Duration = Duration::from_secs(30);
-
-/// Serialises the tests of this binary that start a JVM: the machine is small.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The session timeout of the hostile tests: a read timeout (2T/3) of 8 s, far above
 /// [`PROMPT`], so a prompt reaction cannot be the read timeout firing.
@@ -37,32 +35,6 @@ const HOSTILE_TIMEOUT: Duration = Duration::from_secs(12);
 /// What "promptly" means for a client that detects a violation by itself.
 const PROMPT: Duration = Duration::from_secs(2);
 
-async fn bounded<T>(what: &str, within: Duration, future: impl Future<Output = T>) -> T {
-    match timeout(within, future).await {
-        Ok(value) => value,
-        Err(_) => panic!("{what}: no outcome within {within:?} (hang)"),
-    }
-}
-
-/// A new fault proxy to `server` and a session through it, made by `builder`.
-async fn connect_through(server: &ZkServer, builder: ClientBuilder) -> (FaultProxy, Client) {
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = bounded("connect", GUARD, builder.connect(&proxy.connect_string()))
-        .await
-        .expect("connect");
-    (proxy, client)
-}
-
-async fn wait_for_state(client: &Client, state: SessionState, within: Duration) {
-    let mut states = client.state_watcher();
-    let reached = timeout(within, states.wait_for(|s| *s == state)).await;
-    assert!(
-        matches!(reached, Ok(Ok(_))),
-        "state {state:?} not reached within {within:?}; now {:?}",
-        client.state()
-    );
-}
-
 /// The most connection attempts a client with the default backoff can make in `window` after
 /// it lost a connection that stayed up (each wait at its shortest; see
 /// `zk_proto::session::Backoff`).
@@ -70,16 +42,9 @@ fn max_attempts(window: Duration, session_timeout: Duration) -> u64 {
     Backoff::default().max_attempts_within(window, session_timeout)
 }
 
+/// The kit's standalone server, shared with the blocking tasks that restart it.
 async fn server() -> Arc<ZkServer> {
-    let server = tokio::task::spawn_blocking(|| {
-        ZkServer::builder()
-            .tick_time(Duration::from_millis(500))
-            .start()
-            .expect("start ZooKeeper (scripts/install-deps.sh installs it)")
-    })
-    .await
-    .expect("server start task");
-    Arc::new(server)
+    Arc::new(start_server().await)
 }
 
 fn hostile_builder(session_timeout: Duration) -> ClientBuilder {
@@ -102,7 +67,7 @@ async fn misbehaves_then_recovers(
     let server = HostileServer::start(misbehaviour)
         .await
         .expect("hostile server");
-    let client = bounded(
+    let client = within(
         "connect",
         GUARD,
         hostile_builder(session_timeout).connect(&server.connect_string()),
@@ -115,7 +80,7 @@ async fn misbehaves_then_recovers(
     let started = Instant::now();
     let first = client.get_data("/first");
     let second = client.get_data("/second");
-    let (first, second) = bounded("the requests in flight", read_timeout + PROMPT, async {
+    let (first, second) = within("the requests in flight", read_timeout + PROMPT, async {
         tokio::join!(first, second)
     })
     .await;
@@ -128,7 +93,7 @@ async fn misbehaves_then_recovers(
     );
     assert_eq!(server.misbehaved_on(), Some(1));
 
-    let reaction = bounded("the client closes", GUARD, server.reaction()).await;
+    let reaction = within("the client closes", GUARD, server.reaction()).await;
     assert_eq!(reaction.connection, 1);
     if prompt {
         assert!(
@@ -147,7 +112,7 @@ async fn misbehaves_then_recovers(
 
     // The session recovers on the next connection.
     wait_for_state(&client, SessionState::Connected, GUARD).await;
-    let (data, _) = bounded("getData after recovery", GUARD, client.get_data("/after"))
+    let (data, _) = within("getData after recovery", GUARD, client.get_data("/after"))
         .await
         .expect("served on the next connection");
     assert_eq!(&data[..], FIXED_DATA);
@@ -160,9 +125,7 @@ async fn misbehaves_then_recovers(
         "asked to resume the session"
     );
     assert_eq!(server.connections(), 2, "exactly one reconnect, no loop");
-    bounded("close", GUARD, client.close())
-        .await
-        .expect("close");
+    within("close", GUARD, client.close()).await.expect("close");
 }
 
 #[tokio::test]
@@ -256,14 +219,14 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
     let server = HostileServer::start(Misbehaviour::ZeroTimeout)
         .await
         .expect("hostile server");
-    let connected = bounded(
+    let connected = within(
         "connect",
         GUARD,
         hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
     )
     .await;
     assert_eq!(connected.map(|_| ()), Err(Error::SessionExpired));
-    let reaction = bounded("the client closes", GUARD, server.reaction()).await;
+    let reaction = within("the client closes", GUARD, server.reaction()).await;
     assert!(reaction.closed_after < PROMPT, "{reaction:?}");
     assert_eq!(server.connections(), 1, "no reconnect after the expiry");
 
@@ -271,7 +234,7 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
     let server = HostileServer::start_on(Misbehaviour::ZeroTimeout, 2)
         .await
         .expect("hostile server");
-    let client = bounded(
+    let client = within(
         "connect",
         GUARD,
         hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
@@ -284,14 +247,14 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
     wait_for_state(&client, SessionState::Disconnected, GUARD).await;
     let paths: Vec<String> = (0..100).map(|i| format!("/pending-{i}")).collect();
     let pending: Vec<_> = paths.iter().map(|path| client.get_data(path)).collect();
-    let requests = bounded("the reconnect", GUARD, server.wait_for_connect_requests(2)).await;
+    let requests = within("the reconnect", GUARD, server.wait_for_connect_requests(2)).await;
     assert_eq!(
         requests[1].session_id, session,
         "asked to resume the session"
     );
     server.hold_handshakes(false);
     for (i, request) in pending.into_iter().enumerate() {
-        let result = bounded("a pending request", GUARD, request).await;
+        let result = within("a pending request", GUARD, request).await;
         assert_eq!(
             result.map(|_| ()),
             Err(Error::SessionExpired),
@@ -304,20 +267,20 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
         client.get_data("/later").await.map(|_| ()),
         Err(Error::SessionExpired)
     );
-    let reaction = bounded("the client closes", GUARD, server.reaction()).await;
+    let reaction = within("the client closes", GUARD, server.reaction()).await;
     assert_eq!(reaction.connection, 2);
     assert!(reaction.closed_after < PROMPT, "{reaction:?}");
     assert_eq!(server.connections(), 2, "no reconnect after the expiry");
 
     // The server behaves on the next connection: a new session works.
-    let fresh = bounded(
+    let fresh = within(
         "connect",
         GUARD,
         hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
     )
     .await
     .expect("a new session");
-    let (data, _) = bounded("getData", GUARD, fresh.get_data("/x"))
+    let (data, _) = within("getData", GUARD, fresh.get_data("/x"))
         .await
         .expect("served");
     assert_eq!(&data[..], FIXED_DATA);
@@ -329,10 +292,10 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_requests_in_flight_through_a_cut_each_resolve_exactly_once() {
     const REQUESTS: usize = 10_000;
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
-    let (proxy, client) = connect_through(
-        &server,
+    let Proxied { proxy, client } = connect_proxied(
+        server.addr(),
         Client::builder()
             .session_timeout(Duration::from_secs(10))
             .max_in_flight(REQUESTS),
@@ -358,14 +321,14 @@ async fn ten_thousand_requests_in_flight_through_a_cut_each_resolve_exactly_once
         });
     }
     // Cut while most are in flight: after the first hundred replies.
-    bounded("the first replies", GUARD, resolved.wait_for(|n| *n >= 100))
+    within("the first replies", GUARD, resolved.wait_for(|n| *n >= 100))
         .await
         .expect("counter alive");
     proxy.cut();
 
     let mut seen = vec![0u8; REQUESTS];
     let (mut replied, mut lost) = (0usize, 0usize);
-    bounded("every request resolves", GUARD, async {
+    within("every request resolves", GUARD, async {
         while let Some(joined) = tasks.join_next().await {
             let (i, result) = joined.expect("no panic");
             seen[i] += 1;
@@ -400,10 +363,13 @@ async fn ten_thousand_requests_in_flight_through_a_cut_each_resolve_exactly_once
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_server_honours_deadlines_expires_the_session_and_backs_off() {
     let session_timeout = Duration::from_secs(4);
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
-    let (proxy, client) =
-        connect_through(&server, Client::builder().session_timeout(session_timeout)).await;
+    let Proxied { proxy, client } = connect_proxied(
+        server.addr(),
+        Client::builder().session_timeout(session_timeout),
+    )
+    .await;
     assert_eq!(client.negotiated_timeout(), Some(session_timeout));
     // A reply right before the isolation: the client last heard from the server now.
     client.exists("/").await.expect("exists");
@@ -415,7 +381,7 @@ async fn an_unreachable_server_honours_deadlines_expires_the_session_and_backs_o
     // A request with a deadline fails at its deadline, not later, not earlier.
     let deadline = Duration::from_millis(700);
     let started = Instant::now();
-    let result = bounded(
+    let result = within(
         "a request with a deadline",
         GUARD,
         client.with_request_timeout(deadline).get_data("/"),
@@ -439,7 +405,7 @@ async fn an_unreachable_server_honours_deadlines_expires_the_session_and_backs_o
         "expired after {expired_after:?}, session timeout {session_timeout:?}"
     );
     assert_eq!(
-        bounded("the waiting request", GUARD, waiting)
+        within("the waiting request", GUARD, waiting)
             .await
             .map(|_| ()),
         Err(Error::SessionExpired)
@@ -466,9 +432,9 @@ async fn an_unreachable_server_honours_deadlines_expires_the_session_and_backs_o
 async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_loop() {
     const MAX_FRAME: usize = 64 * 1024;
     const CHILDREN: usize = 400;
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
-    let admin = bounded("connect", GUARD, Client::connect(&server.connect_string()))
+    let admin = within("connect", GUARD, Client::connect(&server.connect_string()))
         .await
         .expect("connect");
     admin
@@ -487,8 +453,8 @@ async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_
     let created = admin.multi(creates).await.expect("multi create");
     assert!(created.iter().all(|item| item.error().is_none()));
 
-    let (proxy, client) = connect_through(
-        &server,
+    let Proxied { proxy, client } = connect_proxied(
+        server.addr(),
         Client::builder()
             .session_timeout(Duration::from_secs(10))
             .max_frame_len(MAX_FRAME),
@@ -497,7 +463,7 @@ async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_
     let session = client.session_id();
 
     for attempt in 1..=2u64 {
-        let result = bounded("getChildren", GUARD, client.get_children("/big")).await;
+        let result = within("getChildren", GUARD, client.get_children("/big")).await;
         match result {
             Err(Error::ReplyTooLarge { len, max }) => {
                 assert_eq!(max, MAX_FRAME);
@@ -509,7 +475,7 @@ async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_
         // The connection was dropped (its reply was never read) and the session resumed on
         // exactly one new connection per oversized reply.
         wait_for_state(&client, SessionState::Connected, GUARD).await;
-        let (data, _) = bounded("getData", GUARD, client.get_data("/big"))
+        let (data, _) = within("getData", GUARD, client.get_data("/big"))
             .await
             .expect("the session stays usable");
         assert!(data.is_empty());
@@ -545,10 +511,13 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
     const SESSION_TIMEOUT: Duration = Duration::from_secs(20);
     const WATCHES: usize = 10_000;
     const BATCH: usize = 500;
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
-    let (proxy, client) =
-        connect_through(&server, Client::builder().session_timeout(SESSION_TIMEOUT)).await;
+    let Proxied { proxy, client } = connect_proxied(
+        server.addr(),
+        Client::builder().session_timeout(SESSION_TIMEOUT),
+    )
+    .await;
     let session = client.session_id();
     client
         .create("/w", "", &CreateOptions::persistent())
@@ -579,15 +548,13 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
         })
         .collect();
     for created in creates {
-        let items = bounded("multi create", GUARD, created)
-            .await
-            .expect("multi");
+        let items = within("multi create", GUARD, created).await.expect("multi");
         assert!(items.iter().all(|item| item.error().is_none()));
     }
     let armed: Vec<_> = paths.iter().map(|p| client.get_data_watch(p)).collect();
     let mut watchers = Vec::with_capacity(WATCHES);
     for armed in armed {
-        let (_, _, watcher) = bounded("getData+watch", GUARD, armed).await.expect("armed");
+        let (_, _, watcher) = within("getData+watch", GUARD, armed).await.expect("armed");
         watchers.push(watcher);
     }
 
@@ -599,18 +566,18 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
         let server = server.clone();
         move || server.restart()
     });
-    bounded(
+    within(
         "the disconnect",
         GUARD,
         states.wait_for(|s| *s == SessionState::Disconnected),
     )
     .await
     .expect("client alive");
-    bounded("the restart", GUARD * 2, restart)
+    within("the restart", GUARD * 2, restart)
         .await
         .expect("restart task")
         .expect("restart");
-    bounded(
+    within(
         "the reconnect",
         GUARD,
         states.wait_for(|s| *s == SessionState::Connected),
@@ -657,11 +624,11 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
         })
         .collect();
     for set in sets {
-        let items = bounded("multi setData", GUARD, set).await.expect("multi");
+        let items = within("multi setData", GUARD, set).await.expect("multi");
         assert!(items.iter().all(|item| item.error().is_none()));
     }
     for (path, watcher) in paths.iter().zip(watchers) {
-        let event = bounded("a watch", GUARD, watcher.changed())
+        let event = within("a watch", GUARD, watcher.changed())
             .await
             .expect("fired, not lost");
         assert_eq!(event.event_type, zk_proto::EventType::NODE_DATA_CHANGED);
@@ -694,10 +661,10 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnection_that_the_server_never_answers_costs_one_attempt_not_the_session() {
     const SESSION: Duration = Duration::from_secs(6);
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
-    let (proxy, client) =
-        connect_through(&server, Client::builder().session_timeout(SESSION)).await;
+    let Proxied { proxy, client } =
+        connect_proxied(server.addr(), Client::builder().session_timeout(SESSION)).await;
     let session = client.session_id();
     client.exists("/").await.expect("exists");
 
@@ -718,7 +685,7 @@ async fn a_reconnection_that_the_server_never_answers_costs_one_attempt_not_the_
     proxy.set_target(silent_addr);
     let cut_at = Instant::now();
     proxy.cut();
-    bounded(
+    within(
         "the reconnection reaches the silent listener",
         GUARD,
         accepted_rx.recv(),
@@ -744,10 +711,10 @@ async fn a_reconnection_that_the_server_never_answers_costs_one_attempt_not_the_
 /// its reply is lost): `Ok`, the state reads `Closed`, and the session is really gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_is_ok_when_the_connection_drops_while_close_session_is_in_flight() {
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
-    let (proxy, client) = connect_through(&server, Client::builder()).await;
-    let observer = bounded("connect", GUARD, Client::connect(&server.connect_string()))
+    let Proxied { proxy, client } = connect_proxied(server.addr(), Client::builder()).await;
+    let observer = within("connect", GUARD, Client::connect(&server.connect_string()))
         .await
         .expect("connect");
     client
@@ -755,7 +722,7 @@ async fn close_is_ok_when_the_connection_drops_while_close_session_is_in_flight(
         .await
         .expect("create");
     let cut = proxy.cut_after_request(jute::OpCode::CLOSE_SESSION);
-    let closed = bounded("close", GUARD, client.close()).await;
+    let closed = within("close", GUARD, client.close()).await;
     assert!(
         cut.has_fired(),
         "the closeSession went through the armed proxy"
@@ -775,15 +742,13 @@ async fn close_is_ok_when_the_connection_drops_while_close_session_is_in_flight(
 /// where the closer may run on the other thread than the connection task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_has_published_closed_when_it_returns() {
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
     for run in 0..200 {
-        let client = bounded("connect", GUARD, Client::connect(&server.connect_string()))
+        let client = within("connect", GUARD, Client::connect(&server.connect_string()))
             .await
             .expect("connect");
-        bounded("close", GUARD, client.close())
-            .await
-            .expect("close");
+        within("close", GUARD, client.close()).await.expect("close");
         assert_eq!(client.state(), SessionState::Closed, "run {run}");
     }
 }
@@ -797,7 +762,7 @@ async fn connect_to_no_server_gives_up_after_the_session_timeout_naming_the_host
     let ports = zk_testkit::free_ports(2).expect("free ports");
     let hosts: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let started = Instant::now();
-    let result = bounded(
+    let result = within(
         "connect",
         GUARD,
         Client::builder()
@@ -841,7 +806,7 @@ async fn connect_to_no_server_gives_up_after_the_session_timeout_naming_the_host
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_without_a_timeout_waits_until_a_server_answers() {
     let session_timeout = Duration::from_secs(1);
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     proxy.refuse(true);
@@ -855,7 +820,7 @@ async fn connect_without_a_timeout_waits_until_a_server_answers() {
     assert!(!connecting.is_finished(), "connect gave up");
     assert!(proxy.accepted() >= 3, "{} attempts", proxy.accepted());
     proxy.refuse(false);
-    let client = bounded("connect", GUARD, connecting)
+    let client = within("connect", GUARD, connecting)
         .await
         .expect("connect task")
         .expect("connects once the server answers");
@@ -879,7 +844,7 @@ async fn an_unanswered_handshake_is_reported_as_a_timeout() {
         }
     });
     let started = Instant::now();
-    let result = bounded(
+    let result = within(
         "connect",
         GUARD,
         Client::builder()
@@ -915,7 +880,7 @@ async fn an_unanswered_handshake_is_reported_as_a_timeout() {
 async fn a_server_that_breaks_every_connection_sees_a_handful_of_attempts_per_second() {
     let window = Duration::from_secs(3);
     let server = HostileServer::start_storm().await.expect("hostile server");
-    let client = bounded(
+    let client = within(
         "connect",
         GUARD,
         hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
@@ -937,7 +902,7 @@ async fn a_server_that_breaks_every_connection_sees_a_handful_of_attempts_per_se
     // A handshake that began after `behave` is served correctly (one already under way may
     // still get the event): wait for one, then for the session on it.
     let seen = server.connect_requests().len();
-    let requests = bounded(
+    let requests = within(
         "a reconnection",
         GUARD,
         server.wait_for_connect_requests(seen + 1),
@@ -946,7 +911,7 @@ async fn a_server_that_breaks_every_connection_sees_a_handful_of_attempts_per_se
     assert_eq!(requests.last().map(|r| r.session_id), Some(session));
     wait_for_state(&client, SessionState::Connected, HOSTILE_TIMEOUT).await;
     assert_eq!(client.session_id(), session, "the session was resumed");
-    let (data, _) = bounded("get_data", GUARD, client.get_data("/any"))
+    let (data, _) = within("get_data", GUARD, client.get_data("/any"))
         .await
         .expect("served once the server behaves");
     assert_eq!(&data[..], FIXED_DATA);

@@ -3,13 +3,13 @@
 //! backs off between passes over the hosts (connection attempts counted by a proxy in front of
 //! each server).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zk_proto::session::Backoff;
 use zk_proto::{Client, SessionState};
 use zk_recipes::lock::{Lock, LockError};
 use zk_testkit::Ensemble;
+use zk_testkit::client::{connect_with, start_ensemble};
 use zk_testkit::fault::FaultProxy;
 
 const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -23,18 +23,8 @@ fn max_attempts(window: Duration) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_ensemble_down_deadlines_expiry_and_backoff() {
-    let ensemble = Arc::new(
-        tokio::task::spawn_blocking(|| {
-            let ensemble = Ensemble::builder(3)
-                .tick_time(Duration::from_millis(500))
-                .start()
-                .expect("start an ensemble (scripts/install-deps.sh installs ZooKeeper)");
-            ensemble.wait_for_leader().expect("a leader");
-            ensemble
-        })
-        .await
-        .expect("ensemble start task"),
-    );
+    // Started with one leader (`Ensemble::start`).
+    let ensemble = start_ensemble(Ensemble::builder(3).tick_time(Duration::from_millis(500))).await;
     let mut proxies = Vec::new();
     for addr in ensemble.addrs() {
         proxies.push(FaultProxy::start(addr).await.expect("proxy"));
@@ -44,11 +34,12 @@ async fn the_whole_ensemble_down_deadlines_expiry_and_backoff() {
         .map(FaultProxy::connect_string)
         .collect::<Vec<_>>()
         .join(",");
-    let client = Client::builder()
-        .session_timeout(SESSION_TIMEOUT)
-        .connect(&connect_string)
-        .await
-        .expect("connect");
+    // No request timeout: the deadlines under test are the acquire's and the session's.
+    let client = connect_with(
+        Client::builder().session_timeout(SESSION_TIMEOUT),
+        &connect_string,
+    )
+    .await;
     let lock = Lock::new(client.clone(), "/down/lock");
     // The lock works, and the client last heard from the ensemble right now.
     lock.acquire()

@@ -5,25 +5,44 @@
 //! Every wait is bounded; the only sleeps are the durations of faults (how long a proxy stays
 //! frozen or cut off) or the schedule of a fault, never a stand-in for an event.
 
-mod fault_lock_support;
-
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fault_lock_support::{
-    READ_TIMEOUT, SERIAL, SESSION, StateLog, blocking, builder, children, connect, ensemble,
-    mkdirs, owners, server, wait_children, wait_state, within,
-};
 use jute::OpCode;
 use tokio::time::Instant;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, SessionState};
 use zk_recipes::lock::{Lock, LockError, LockGuard, Validity};
+use zk_testkit::Ensemble;
+use zk_testkit::client::{
+    SESSION_TIMEOUT, StateLog, blocking, builder, children, connect, mkdirs, serial,
+    start_ensemble, start_server, wait_children, wait_state, within,
+};
 use zk_testkit::fault::FaultProxy;
 
 /// A bound for a single acquire or release that must succeed.
 const CALL: Duration = Duration::from_secs(30);
+
+/// The session timeout every client asks for (the kit's; the servers grant it as is).
+const SESSION: Duration = SESSION_TIMEOUT;
+
+/// The client's read timeout for [`SESSION`] (`2T/3`, `zk_proto::session::timing`).
+const READ_TIMEOUT: Duration = Duration::from_millis(4000 * 2 / 3);
+
+/// The children of `path` with their ephemeral owner (a child deleted meanwhile is left out).
+async fn owners(client: &Client, path: &str) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for child in children(client, path).await {
+        let full = format!("{path}/{child}");
+        match within("stat", Duration::from_secs(10), client.exists(&full)).await {
+            Ok(Some(stat)) => out.push((child, stat.ephemeral_owner)),
+            Ok(None) => {}
+            Err(e) => panic!("stat {full}: {e}"),
+        }
+    }
+    out
+}
 
 /// An in-process check of mutual exclusion: the critical section of every holder.
 #[derive(Clone, Default)]
@@ -97,8 +116,8 @@ async fn cycles_on_an_ensemble_survive_a_killed_leader() {
     const SESSIONS: usize = 8;
     const CYCLES: usize = 200;
     const TOTAL: usize = SESSIONS * CYCLES;
-    let _serial = SERIAL.lock().await;
-    let ensemble = ensemble(3).await;
+    let _serial = serial().await;
+    let ensemble = start_ensemble(Ensemble::builder(3)).await;
     let connect_string = ensemble.connect_string();
     let path = "/fault/cycles";
     let exclusion = Exclusion::default();
@@ -230,8 +249,8 @@ async fn serves(ensemble: &Arc<zk_testkit::Ensemble>, i: usize, sid: i64) -> boo
 /// once, after the holder releases. Every call is bounded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
-    let _serial = SERIAL.lock().await;
-    let ensemble = ensemble(3).await;
+    let _serial = serial().await;
+    let ensemble = start_ensemble(Ensemble::builder(3)).await;
     let leader = blocking({
         let ensemble = ensemble.clone();
         move || ensemble.wait_for_leader().expect("leader")
@@ -354,8 +373,8 @@ async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
 /// that runs out while the client is cut off (the node must then be removed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_create_reply_ends_with_our_node_or_none() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = connect(&proxy.connect_string()).await;
     let observer = connect(&server.connect_string()).await;
@@ -501,8 +520,8 @@ async fn a_frozen_holder_with_a_write_stuck_in_the_socket_still_learns_it_lost_t
 
 /// The body of the two frozen-holder tests; `stuck_write`: queue writes the peer never takes.
 async fn frozen_holder(stuck_write: bool) {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let holder_client = connect(&proxy.connect_string()).await;
     let rival_client = connect(&server.connect_string()).await;
@@ -604,8 +623,8 @@ async fn frozen_holder(stuck_write: bool) {
 /// that `Lost` comes before the rival is granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_event_must_not_extend_the_holders_local_expiry() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let holder_client = connect(&proxy.connect_string()).await;
     let rival_client = connect(&server.connect_string()).await;
@@ -681,8 +700,8 @@ async fn a_watch_event_must_not_extend_the_holders_local_expiry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_freeze_loses_nothing_and_grants_nothing() {
     const OPS: usize = 40;
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let holder_client = connect(&proxy.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
@@ -800,8 +819,8 @@ async fn a_short_freeze_loses_nothing_and_grants_nothing() {
 /// acquires, on the same session and the same node, only after the restore.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
@@ -941,8 +960,8 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     const CANCELLERS: usize = 2;
     const STORM: usize = 400;
     const HELD_STORM: usize = 100;
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let observer = connect(&server.connect_string()).await;
     let path = "/fault/cancel";
     mkdirs(&observer, path).await;
@@ -1133,8 +1152,8 @@ async fn hand_over(
 /// waiter is granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let holder_client = connect(&server.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
     let path = "/fault/dropped";
@@ -1197,8 +1216,8 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
 /// no node of the waiter is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
@@ -1267,8 +1286,8 @@ async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
 /// polling that pending attempt and dial once more after the end).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_client_dials_no_more() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = connect(&proxy.connect_string()).await;
     proxy.isolate();

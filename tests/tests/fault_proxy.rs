@@ -4,43 +4,15 @@ use std::time::Duration;
 
 use jute::OpCode;
 use tokio::time::timeout;
-use zk_proto::{Client, CreateOptions, Error, SessionState};
-use zk_testkit::ZkServer;
+use zk_proto::{CreateOptions, Error, SessionState};
+use zk_testkit::client::{connect, start_server, wait_for_state};
 use zk_testkit::fault::FaultProxy;
 
 const GUARD: Duration = Duration::from_secs(20);
 
-async fn server() -> ZkServer {
-    tokio::task::spawn_blocking(|| {
-        ZkServer::builder()
-            .tick_time(Duration::from_millis(500))
-            .start()
-            .expect("start ZooKeeper (scripts/install-deps.sh installs it)")
-    })
-    .await
-    .expect("server start task")
-}
-
-async fn connect(connect_string: &str) -> Client {
-    Client::builder()
-        .session_timeout(Duration::from_secs(4))
-        .request_timeout(Some(Duration::from_secs(10)))
-        .connect(connect_string)
-        .await
-        .expect("connect")
-}
-
-async fn wait_for(client: &Client, state: SessionState) {
-    let mut states = client.state_watcher();
-    timeout(GUARD, states.wait_for(|s| *s == state))
-        .await
-        .unwrap_or_else(|_| panic!("{state:?} not reached; now {:?}", client.state()))
-        .expect("client alive");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cut_after_request_loses_the_reply_of_an_applied_request() {
-    let server = server().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = connect(&proxy.connect_string()).await;
     let direct = connect(&server.connect_string()).await;
@@ -56,7 +28,7 @@ async fn cut_after_request_loses_the_reply_of_an_applied_request() {
         "the server applied the create whose reply was lost"
     );
     // The fault is one-shot: the session resumes through the proxy and works.
-    wait_for(&client, SessionState::Connected).await;
+    wait_for_state(&client, SessionState::Connected, GUARD).await;
     client
         .create("/after", "y", &CreateOptions::persistent())
         .await
@@ -69,7 +41,7 @@ async fn cut_after_request_loses_the_reply_of_an_applied_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn freeze_holds_traffic_without_closing_and_thaw_delivers_it() {
-    let server = server().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = connect(&proxy.connect_string()).await;
     client
@@ -105,13 +77,13 @@ async fn freeze_holds_traffic_without_closing_and_thaw_delivers_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn isolate_cuts_and_refuses_until_restored() {
-    let server = server().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = connect(&proxy.connect_string()).await;
     let accepted = proxy.accepted();
 
     proxy.isolate();
-    wait_for(&client, SessionState::Disconnected).await;
+    wait_for_state(&client, SessionState::Disconnected, GUARD).await;
     assert_eq!(proxy.open_links(), 0);
     // The client's next attempt is accepted and closed at once.
     let mut attempts = tokio::time::interval(Duration::from_millis(50));
@@ -125,6 +97,6 @@ async fn isolate_cuts_and_refuses_until_restored() {
     assert_eq!(client.state(), SessionState::Disconnected);
 
     proxy.restore();
-    wait_for(&client, SessionState::Connected).await;
+    wait_for_state(&client, SessionState::Connected, GUARD).await;
     client.exists("/").await.expect("usable again");
 }

@@ -6,24 +6,75 @@
 //! behind its own proxy, so it alone can be cut off. No sleep stands in for an event: every
 //! wait is on a state, a watch or a task, bounded by a timeout.
 
-#[path = "fault_recipes_support/mod.rs"]
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use jute::OpCode;
-use support::{
-    Proxied, SERIAL, assert_within, bounded, connect, proxied, server, wait_exists, wait_for_state,
-};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zk_proto::{Error, SessionState};
+use zk_proto::{Client, Error, SessionState};
 use zk_recipes::barrier::DoubleBarrier;
 use zk_recipes::election::{LeaderLatch, Leadership};
 use zk_recipes::queue::Queue;
+use zk_testkit::ZkServer;
+use zk_testkit::client::{
+    Proxied, builder, connect_proxied, connect_with, serial, server_builder, start_server_with,
+    wait_for_state, within,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Support: servers with a chosen tick, sessions with a chosen timeout, bounded waits on nodes.
+// ---------------------------------------------------------------------------------------------
+
+/// Starts a standalone server with tick `tick` (session timeouts from `2 × tick`).
+async fn server(tick: Duration) -> ZkServer {
+    start_server_with(server_builder().tick_time(tick)).await
+}
+
+/// Connects to `connect_string` asking for `session_timeout` (the kit's request timeout).
+async fn connect(connect_string: &str, session_timeout: Duration) -> Client {
+    connect_with(builder().session_timeout(session_timeout), connect_string).await
+}
+
+/// A new proxy to `server` and a session through it, asking for `session_timeout`.
+async fn proxied(server: &ZkServer, session_timeout: Duration) -> Proxied {
+    connect_proxied(server.addr(), builder().session_timeout(session_timeout)).await
+}
+
+/// Waits (bounded) until `path` exists (`true`) or not (`false`), on exists-watches: no polling.
+async fn wait_exists(client: &Client, path: &str, present: bool, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let (stat, watch) = client.exists_watch(path).await.expect("exists");
+        if stat.is_some() == present {
+            return;
+        }
+        match tokio::time::timeout_at(deadline, watch.changed()).await {
+            Ok(event) => {
+                event.expect("watch event");
+            }
+            Err(_) => panic!(
+                "{path} {} within {limit:?}",
+                if present {
+                    "not created"
+                } else {
+                    "not deleted"
+                }
+            ),
+        }
+    }
+}
+
+/// Asserts that `elapsed` lies in `[at_least, at_least + margin]`.
+fn assert_within(elapsed: Duration, at_least: Duration, margin: Duration, what: &str) {
+    assert!(
+        elapsed + Duration::from_millis(5) >= at_least && elapsed <= at_least + margin,
+        "{what}: took {elapsed:?}, expected between {at_least:?} and {:?}",
+        at_least + margin
+    );
+}
 
 // ---------------------------------------------------------------------------------------------
 // 14. Leader latch: the leader's session expires, round after round.
@@ -175,7 +226,7 @@ struct Candidate {
 /// The election under test: its candidates, by id (ids grow with joining order, and so do
 /// the candidates' node sequence numbers).
 struct Election<'a> {
-    server: &'a zk_testkit::ZkServer,
+    server: &'a ZkServer,
     observer: zk_proto::Client,
     path: &'static str,
     claims: Arc<Claims>,
@@ -304,7 +355,7 @@ impl Election<'_> {
     async fn expired(&mut self, id: usize, round: usize) {
         let old = self.candidates.remove(&id).expect("a live candidate");
         wait_for_state(&old.session.client, SessionState::Expired, ROUND_WITHIN).await;
-        bounded(ROUND_WITHIN, "the old observer ends", old.observer)
+        within("the old observer ends", ROUND_WITHIN, old.observer)
             .await
             .expect("observer did not panic");
         assert_eq!(
@@ -346,7 +397,7 @@ async fn latch_leader_and_next_in_line_expire_together_third_takes_over() {
 /// Runs `rounds` rounds of the expiry scenario; with `next_in_line`, the follower next in
 /// line is isolated together with the leader.
 async fn run_election(rounds: usize, next_in_line: bool) {
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server(ELECTION_TICK).await;
     let mut election = Election {
         server: &server,
@@ -515,7 +566,7 @@ fn payload(data: &[u8]) -> String {
 /// disjoint and together exactly the 200 put; the queue is empty at the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server(RECIPE_TICK).await;
     let path = "/fault/queue";
     let direct = connect(&server.connect_string(), RECIPE_SESSION).await;
@@ -535,9 +586,9 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
     let (head_data, _) = direct.get_data(&head).await.expect("head item");
     let x = proxied(&server, RECIPE_SESSION).await;
     let armed = x.proxy.cut_after_request(OpCode::DELETE);
-    let taken = bounded(
-        WITHIN,
+    let taken = within(
         "X's take",
+        WITHIN,
         Queue::new(x.client.clone(), path).try_take(),
     )
     .await;
@@ -577,7 +628,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
         drop(y);
         claimed
     });
-    bounded(WITHIN, "Y's first claim", first_claimed_rx)
+    within("Y's first claim", WITHIN, first_claimed_rx)
         .await
         .expect("Y claimed an item");
     let mut live_clients = Vec::new();
@@ -598,14 +649,14 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
             })
         })
         .collect();
-    let y_claimed = bounded(WITHIN, "Y crashes", crasher)
+    let y_claimed = within("Y crashes", WITHIN, crasher)
         .await
         .expect("Y did not panic");
     assert_eq!(y_claimed.len(), CRASHER_CLAIMS, "Y claimed its items");
     crashed_claimed.extend(y_claimed);
     let mut live_taken: Vec<String> = Vec::new();
     for (i, consumer) in live.into_iter().enumerate() {
-        let taken = bounded(WITHIN, "a live consumer drains the queue", consumer)
+        let taken = within("a live consumer drains the queue", WITHIN, consumer)
             .await
             .expect("consumer did not panic");
         eprintln!("queue: live consumer {i} took {} items", taken.len());
@@ -666,7 +717,7 @@ async fn leave_all(
     let mut results = Vec::new();
     for task in tasks {
         results.push(
-            bounded(timeout + WITHIN, "leave returns", task)
+            within("leave returns", timeout + WITHIN, task)
                 .await
                 .expect("leave did not panic"),
         );
@@ -684,7 +735,7 @@ async fn leave_all(
 /// waiting for the deadline, and X's node and the `ready` node are gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server(RECIPE_TICK).await;
     let path = "/fault/dbarrier";
     let direct = connect(&server.connect_string(), RECIPE_SESSION).await;
@@ -707,7 +758,7 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
         .map(|b| tokio::spawn(async move { b.enter(Some(WITHIN)).await }))
         .collect();
     for entered in entering {
-        let entered = bounded(WITHIN + MARGIN, "enter", entered)
+        let entered = within("enter", WITHIN + MARGIN, entered)
             .await
             .expect("enter did not panic");
         assert_eq!(entered, Ok(true), "every member is in");
@@ -774,7 +825,7 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
 /// and their nodes are deleted again: the barrier node has no children and no `ready`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     let server = server(RECIPE_TICK).await;
     let path = "/fault/dbarrier-enter";
     let count = 3;
@@ -790,7 +841,7 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
     x.client.exists("/").await.expect("exists");
 
     x.proxy.isolate();
-    let entered = bounded(WITHIN, "X's enter ends with its session", waiting)
+    let entered = within("X's enter ends with its session", WITHIN, waiting)
         .await
         .expect("enter did not panic");
     assert_eq!(entered, Err(Error::SessionExpired));
@@ -816,7 +867,7 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
         })
         .collect();
     for task in entering {
-        let (result, took) = bounded(SHORT + WITHIN, "enter returns", task)
+        let (result, took) = within("enter returns", SHORT + WITHIN, task)
             .await
             .expect("enter did not panic");
         assert_eq!(result, Ok(false), "only 2 of 3 are in: timed out");
@@ -856,7 +907,7 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
     use zk_recipes::barrier::{Barrier, StartGate};
     use zk_recipes::queue::BoundedQueue;
 
-    let _serial = SERIAL.lock().await;
+    let _serial = serial().await;
     // Tick 500 ms: sessions up to 10 s, so the cut-off one outlives the calls.
     let server = server(Duration::from_millis(500)).await;
     let direct = connect(&server.connect_string(), RECIPE_SESSION).await;
@@ -939,7 +990,7 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
         ),
     ];
     for (name, call, expected) in calls {
-        let (outcome, took) = bounded(SHORT + WITHIN, name, call).await.expect(name);
+        let (outcome, took) = within(name, SHORT + WITHIN, call).await.expect(name);
         assert_eq!(outcome, expected, "{name}");
         assert_within(took, SHORT, MARGIN, name);
     }

@@ -14,6 +14,7 @@ use zk_proto::{
     AddWatchMode, Client, CreateOptions, EventType, OneshotWatcher, PersistentWatcher, WatchedEvent,
 };
 use zk_testkit::ZkServer;
+use zk_testkit::client::start_server_with;
 
 /// Concurrent sessions.
 const SESSIONS: usize = 500;
@@ -53,18 +54,18 @@ struct Watches {
 }
 
 async fn start_server() -> ZkServer {
-    tokio::task::spawn_blocking(|| {
+    start_server_with(
         ZkServer::builder()
             // The default maxClientCnxns=60 limits connections from one address; 0 = no limit.
             .config("maxClientCnxns", 0)
-            .max_heap_mb(512)
-            .start()
-            .expect("start ZooKeeper (scripts/install-deps.sh installs it)")
-    })
+            .max_heap_mb(512),
+    )
     .await
-    .expect("server start task")
 }
 
+/// Connects one of the [`SESSIONS`], with timeouts long enough for hundreds of sessions sharing
+/// a small machine; not bounded by itself (unlike the kit's `connect`): the phase that connects
+/// them is ([`PHASE_WITHIN`]).
 async fn connect(connect_string: &str) -> Client {
     Client::builder()
         .session_timeout(Duration::from_secs(30))

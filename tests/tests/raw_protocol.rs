@@ -17,7 +17,7 @@ use jute::{
     OpCode, Perms, RemoveWatchesRequest, ReplyHeader, RequestHeader, Response, ServerMessage,
     SetAclRequest, SetDataRequest, Stat, SyncRequest, WatcherEvent, WatcherType, decode_exact,
 };
-use zk_testkit::{Ensemble, ZkServer};
+use zk_testkit::{Ensemble, ZkServer, started};
 
 const IO_TIMEOUT: Duration = Duration::from_secs(15);
 /// ZooKeeper 3.8's default `jute.maxbuffer`, the largest frame either side accepts.
@@ -380,7 +380,7 @@ fn event(event_type: EventType, path: &str) -> WatcherEvent {
 
 #[test]
 fn handshake_and_node_lifecycle() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let (stream, response) = handshake(server.addr(), &new_session_request(10_000));
     let response = response.expect("ConnectResponse");
     assert_eq!(response.protocol_version, 0);
@@ -508,7 +508,7 @@ fn handshake_and_node_lifecycle() {
 
 #[test]
 fn errors_are_a_bare_reply_header() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let mut zk = Session::connect(server.addr());
     zk.create("/e", b"", CreateMode::PERSISTENT);
     zk.create("/eph", b"", CreateMode::EPHEMERAL);
@@ -569,11 +569,12 @@ fn errors_are_a_bare_reply_header() {
 
 #[test]
 fn extended_types_create_ttl_and_container_nodes() {
-    let server = ZkServer::builder()
-        .extended_types(true)
-        .system_property("znode.container.checkIntervalMs", 100)
-        .start()
-        .expect("start ZooKeeper");
+    let server = started(
+        ZkServer::builder()
+            .extended_types(true)
+            .system_property("znode.container.checkIntervalMs", 100)
+            .start(),
+    );
     let mut zk = Session::connect(server.addr());
 
     let ttl_ms = 300;
@@ -624,7 +625,7 @@ fn extended_types_create_ttl_and_container_nodes() {
 
 #[test]
 fn watches_fire_once_and_persistent_ones_stay() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let mut watcher = Session::connect(server.addr());
     let mut writer = Session::connect(server.addr());
     writer.create("/w", b"0", CreateMode::PERSISTENT);
@@ -712,7 +713,7 @@ fn watches_fire_once_and_persistent_ones_stay() {
 
 #[test]
 fn multi_is_all_or_nothing_and_multi_read_is_not() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let mut zk = Session::connect(server.addr());
     let create = |path: &str| {
         MultiOp::Create(CreateRequest {
@@ -814,7 +815,7 @@ fn multi_is_all_or_nothing_and_multi_read_is_not() {
 
 #[test]
 fn pipelined_requests_are_answered_in_order() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let mut zk = Session::connect(server.addr());
     let n = 100;
     let xids: Vec<i32> = (0..n)
@@ -849,7 +850,7 @@ fn pipelined_requests_are_answered_in_order() {
 
 #[test]
 fn sessions_resume_on_a_new_connection_and_end_with_close() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let mut zk = Session::connect(server.addr());
     zk.create("/eph", b"", CreateMode::EPHEMERAL);
     assert_eq!(
@@ -918,10 +919,11 @@ fn sessions_resume_on_a_new_connection_and_end_with_close() {
 
 #[test]
 fn an_expired_session_cannot_be_resumed() {
-    let server = ZkServer::builder()
-        .tick_time(Duration::from_millis(200))
-        .start()
-        .expect("start ZooKeeper");
+    let server = started(
+        ZkServer::builder()
+            .tick_time(Duration::from_millis(200))
+            .start(),
+    );
     let mut zk = Session::connect_with_timeout(server.addr(), 100);
     assert_eq!(zk.time_out, 400, "raised to the minimum of 2 ticks");
     zk.create("/eph", b"", CreateMode::EPHEMERAL);
@@ -946,7 +948,7 @@ fn an_expired_session_cannot_be_resumed() {
 
 #[test]
 fn digest_auth_and_acls() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let mut alice = Session::connect(server.addr());
     let auth = AuthPacket {
         auth_type: 0,
@@ -1050,7 +1052,7 @@ fn digest_auth_and_acls() {
 
 #[test]
 fn oversized_frames_close_the_connection() {
-    let server = ZkServer::start().expect("start ZooKeeper");
+    let server = started(ZkServer::start());
     let mut zk = Session::connect(server.addr());
     zk.create("/big", b"small", CreateMode::PERSISTENT);
     let request = SetDataRequest {
@@ -1071,7 +1073,7 @@ fn oversized_frames_close_the_connection() {
 
 #[test]
 fn an_ensemble_forwards_writes_and_syncs_reads() {
-    let ensemble = Ensemble::start(3).expect("start a 3-server ensemble");
+    let ensemble = started(Ensemble::start(3));
     let leader = ensemble.wait_for_leader().unwrap();
     let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
 

@@ -29,8 +29,6 @@
 //! - It rejects every path with a character outside the BMP (BadArguments), in either encoding,
 //!   so no child name or watch event path can carry one: there is nothing to read back there.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -45,6 +43,7 @@ use zk_proto::jute::{
 };
 use zk_proto::{Acl, Client, CreateOptions, Error, Perms, SessionState};
 use zk_testkit::ZkServer;
+use zk_testkit::client::{connect, server_builder, start_server_with};
 
 /// A digest user name with a character outside the BMP.
 const USER: &str = "us😀er";
@@ -56,15 +55,7 @@ const JAVA_TIMEOUT: Duration = Duration::from_secs(60);
 /// A standalone server whose JVM decodes digest credentials as UTF-8 whatever the locale (see
 /// the module comment).
 async fn server() -> ZkServer {
-    tokio::task::spawn_blocking(|| {
-        ZkServer::builder()
-            .tick_time(Duration::from_millis(500))
-            .jvm_arg("-Dfile.encoding=UTF-8")
-            .start()
-            .expect("start ZooKeeper (scripts/install-deps.sh installs it)")
-    })
-    .await
-    .expect("server start task")
+    start_server_with(server_builder().jvm_arg("-Dfile.encoding=UTF-8")).await
 }
 
 /// The ACL the tests put on their nodes: everything for the digest id of [`USER`], read for
@@ -191,7 +182,7 @@ async fn java_write_digest_acls(server: &ZkServer, explicit_path: &str, auth_pat
 #[tokio::test]
 async fn acl_written_by_the_java_client_reads_back_exactly() {
     let server = server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     let session = Session::of(&client);
 
     let java_digest = java_write_digest_acls(&server, "/java-explicit", "/java-auth").await;
@@ -238,7 +229,7 @@ async fn acl_written_by_the_java_client_reads_back_exactly() {
 #[tokio::test]
 async fn acl_written_by_our_client_reads_back_exactly() {
     let server = server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     let session = Session::of(&client);
 
     let (path, _) = client
@@ -283,7 +274,7 @@ async fn acl_written_by_our_client_reads_back_exactly() {
 #[tokio::test]
 async fn who_am_i_reports_the_emoji_user_without_dropping_the_connection() {
     let server = server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     let session = Session::of(&client);
 
     client
@@ -313,7 +304,7 @@ async fn who_am_i_reports_the_emoji_user_without_dropping_the_connection() {
 #[tokio::test]
 async fn requests_pipelined_around_java_strings_all_succeed() {
     let server = server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     client
         .create(
             "/emoji",
@@ -371,7 +362,7 @@ async fn requests_pipelined_around_java_strings_all_succeed() {
 #[tokio::test]
 async fn the_server_rejects_paths_outside_the_bmp() {
     let server = server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     assert!(matches!(
         client
             .create("/x😀", "", &CreateOptions::persistent())

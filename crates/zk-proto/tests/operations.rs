@@ -10,11 +10,12 @@ use zk_proto::{
     CreateMode, CreateOptions, Error, MultiItem, MultiOperation, MultiReadItem, Perms,
     SessionState, WatcherType,
 };
+use zk_testkit::client::{builder, connect};
 
 #[tokio::test]
 async fn create_read_write_delete_and_their_errors() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     assert_eq!(client.state(), SessionState::Connected);
     assert_ne!(client.session_id(), 0);
     assert_eq!(client.negotiated_timeout(), Some(Duration::from_secs(4)));
@@ -166,7 +167,7 @@ async fn create_read_write_delete_and_their_errors() {
 #[tokio::test]
 async fn check_and_multi_report_per_operation_results() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     client
         .create("/m", "", &CreateOptions::persistent())
         .await
@@ -259,7 +260,7 @@ async fn check_and_multi_report_per_operation_results() {
 #[tokio::test]
 async fn ten_thousand_pipelined_requests_complete_in_call_order() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     client
         .create("/p", "", &CreateOptions::persistent())
         .await
@@ -292,7 +293,7 @@ where
 #[tokio::test]
 async fn a_two_mib_set_data_is_refused_client_side() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     client
         .create("/big", "", &CreateOptions::persistent())
         .await
@@ -316,7 +317,7 @@ async fn a_two_mib_set_data_is_refused_client_side() {
 #[tokio::test]
 async fn digest_auth_keeps_an_unauthenticated_session_out() {
     let server = support::server().await;
-    let owner = support::connect(&server.connect_string()).await;
+    let owner = connect(&server.connect_string()).await;
     owner
         .add_digest_auth("alice", "secret")
         .await
@@ -337,7 +338,7 @@ async fn digest_auth_keeps_an_unauthenticated_session_out() {
             .any(|i| i.auth_scheme.as_deref() == Some("digest"))
     );
 
-    let stranger = support::connect(&server.connect_string()).await;
+    let stranger = connect(&server.connect_string()).await;
     assert_eq!(stranger.get_data("/private").await, Err(Error::NoAuth));
     stranger
         .add_digest_auth("alice", "wrong")
@@ -353,7 +354,7 @@ async fn digest_auth_keeps_an_unauthenticated_session_out() {
 #[tokio::test]
 async fn watcher_types_the_server_does_not_know_fail_instead_of_hanging() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     client
         .create("/w", "", &CreateOptions::persistent())
         .await
@@ -371,8 +372,8 @@ async fn watcher_types_the_server_does_not_know_fail_instead_of_hanging() {
 #[tokio::test]
 async fn close_removes_ephemerals_at_once() {
     let server = support::server().await;
-    let watcher = support::connect(&server.connect_string()).await;
-    let owner = support::connect(&server.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    let owner = connect(&server.connect_string()).await;
     owner
         .create("/eph", "", &CreateOptions::ephemeral())
         .await
@@ -391,7 +392,7 @@ async fn close_removes_ephemerals_at_once() {
 #[tokio::test]
 async fn fail_fast_connect_reports_no_server() {
     let port = zk_testkit::free_port().expect("free port");
-    let result = support::builder()
+    let result = builder()
         .fail_fast(true)
         .connect(&format!("127.0.0.1:{port},127.0.0.1:{port}"))
         .await;
@@ -400,7 +401,7 @@ async fn fail_fast_connect_reports_no_server() {
         "{result:?}"
     );
     assert!(matches!(
-        support::builder().connect("127.0.0.1:2181,,x").await,
+        builder().connect("127.0.0.1:2181,,x").await,
         Err(Error::InvalidConnectString(_))
     ));
 }
@@ -408,7 +409,7 @@ async fn fail_fast_connect_reports_no_server() {
 #[tokio::test]
 async fn dropped_calls_never_desynchronize_the_connection() {
     let server = support::server().await;
-    let client = support::builder()
+    let client = builder()
         .max_in_flight(4)
         .connect(&server.connect_string())
         .await
@@ -434,7 +435,7 @@ async fn dropped_calls_never_desynchronize_the_connection() {
 #[tokio::test]
 async fn reconfig_on_a_server_without_dynamic_reconfig_is_refused() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     let request = zk_proto::jute::ReconfigRequest {
         joining_servers: None,
         leaving_servers: Some("2".into()),

@@ -11,12 +11,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zk_proto::{CreateOptions, Error, SessionState};
+use zk_testkit::client::{blocking, builder, connect, start_ensemble, wait_for_state};
 use zk_testkit::{Ensemble, Mode};
-
-/// Runs a blocking test-kit call off the runtime's thread.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.expect("blocking task")
-}
 
 /// Polls (bounded) until server `i` reports `mode`.
 async fn wait_for_mode(ensemble: &Arc<Ensemble>, i: usize, mode: Mode, within: Duration) {
@@ -78,19 +74,15 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
     let started = Instant::now();
     // A standalone server, the read/write server the gate leads to, starts meanwhile.
     let standalone = tokio::spawn(support::server());
-    let ensemble = Arc::new(
-        blocking(|| {
-            Ensemble::builder(3)
-                .system_property("readonlymode.enabled", true)
-                // Since ZOOKEEPER-3863/3864 (3.7) a read-only server creates local sessions
-                // only; without them a session request waits forever for a global session.
-                .config("localSessionsEnabled", true)
-                .config("localSessionsUpgradingEnabled", true)
-                .start()
-                .expect("start the ensemble")
-        })
-        .await,
-    );
+    let ensemble = start_ensemble(
+        Ensemble::builder(3)
+            .system_property("readonlymode.enabled", true)
+            // Since ZOOKEEPER-3863/3864 (3.7) a read-only server creates local sessions
+            // only; without them a session request waits forever for a global session.
+            .config("localSessionsEnabled", true)
+            .config("localSessionsUpgradingEnabled", true),
+    )
+    .await;
     let e = ensemble.clone();
     let leader = blocking(move || e.wait_for_leader().expect("leader")).await;
     // The survivor is a follower: it sees the leader die at once (a dying follower is noticed
@@ -99,7 +91,7 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
     let killed: Vec<usize> = (0..3).filter(|&i| i != survivor).collect();
     let survivor_cs = ensemble.server(survivor).connect_string();
 
-    let writer = support::connect(&ensemble.connect_string()).await;
+    let writer = connect(&ensemble.connect_string()).await;
     writer
         .create("/data", "v1", &CreateOptions::persistent())
         .await
@@ -116,10 +108,7 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
 
     // A client that does not accept read-only mode is refused: the server closes the
     // connection after the ConnectRequest. With fail-fast that is a failed attempt.
-    let refused = support::builder()
-        .fail_fast(true)
-        .connect(&survivor_cs)
-        .await;
+    let refused = builder().fail_fast(true).connect(&survivor_cs).await;
     assert!(
         matches!(refused, Err(Error::NoServerReachable { attempts: 1, .. })),
         "{refused:?}"
@@ -132,7 +121,7 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
         .chain(killed.iter().copied())
         .map(|i| ensemble.server(i).connect_string())
         .collect();
-    let client = support::builder()
+    let client = builder()
         .session_timeout(Duration::from_secs(20))
         .read_only(true)
         .keep_host_order(true)
@@ -156,7 +145,7 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
     // ensemble's zxids are above the standalone server's, which would refuse the session.)
     let standalone = standalone.await.expect("standalone server");
     let (gate_addr, probes) = gate(standalone.addr(), 2).await;
-    let searcher = support::builder()
+    let searcher = builder()
         .read_only(true)
         .keep_host_order(true)
         .connect(&format!("{survivor_cs},{gate_addr}"))
@@ -164,7 +153,7 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
         .expect("connect to the read-only server");
     assert_eq!(searcher.state(), SessionState::ConnectedReadOnly);
     let probing_since = Instant::now();
-    support::wait_for_state(&searcher, SessionState::Connected, Duration::from_secs(10)).await;
+    wait_for_state(&searcher, SessionState::Connected, Duration::from_secs(10)).await;
     let switch_time = probing_since.elapsed();
     let probes = probes.lock().expect("probes").clone();
     assert_eq!(probes.len(), 3, "two `ro` answers, then `rw`");
@@ -199,7 +188,7 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
             e.restart(i).expect("restart");
         }
     });
-    support::wait_for_state(&client, SessionState::Connected, Duration::from_secs(30)).await;
+    wait_for_state(&client, SessionState::Connected, Duration::from_secs(30)).await;
     let reconnect_time = restart_at.elapsed();
     assert_ne!(client.session_id(), read_only_session);
     client

@@ -5,27 +5,26 @@ mod support;
 use std::time::Duration;
 
 use zk_proto::{AddWatchMode, CreateOptions, Error, EventType, SessionState, WatcherType};
+use zk_testkit::Ensemble;
+use zk_testkit::client::{builder, connect, start_ensemble, wait_for_state, within};
 use zk_testkit::fault::FaultProxy;
 
+/// How long an event (or a call queued while disconnected) may take.
 const EVENT_WAIT: Duration = Duration::from_secs(5);
-
-async fn within<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(EVENT_WAIT, future)
-        .await
-        .expect("the event came in time")
-}
 
 #[tokio::test]
 async fn one_shot_watches_fire_once_with_type_and_path() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     let (stat, created) = client.exists_watch("/n").await.expect("exists");
     assert_eq!(stat, None);
     client
         .create("/n", "a", &CreateOptions::persistent())
         .await
         .expect("create");
-    let event = within(created.changed()).await.expect("NodeCreated");
+    let event = within("NodeCreated", EVENT_WAIT, created.changed())
+        .await
+        .expect("NodeCreated");
     assert_eq!(
         (event.event_type, event.path.as_str()),
         (EventType::NODE_CREATED, "/n")
@@ -34,7 +33,9 @@ async fn one_shot_watches_fire_once_with_type_and_path() {
     let (_, _, data) = client.get_data_watch("/n").await.expect("getData");
     let (_, children) = client.get_children_watch("/n").await.expect("getChildren");
     client.set_data("/n", "b", None).await.expect("setData");
-    let event = within(data.changed()).await.expect("NodeDataChanged");
+    let event = within("NodeDataChanged", EVENT_WAIT, data.changed())
+        .await
+        .expect("NodeDataChanged");
     assert_eq!(
         (event.event_type, event.path.as_str()),
         (EventType::NODE_DATA_CHANGED, "/n")
@@ -43,7 +44,7 @@ async fn one_shot_watches_fire_once_with_type_and_path() {
         .create("/n/c", "", &CreateOptions::persistent())
         .await
         .expect("child");
-    let event = within(children.changed())
+    let event = within("NodeChildrenChanged", EVENT_WAIT, children.changed())
         .await
         .expect("NodeChildrenChanged");
     assert_eq!(event.event_type, EventType::NODE_CHILDREN_CHANGED);
@@ -58,12 +59,12 @@ async fn one_shot_watches_fire_once_with_type_and_path() {
 #[tokio::test]
 async fn watch_paths_are_stripped_of_the_chroot() {
     let server = support::server().await;
-    let admin = support::connect(&server.connect_string()).await;
+    let admin = connect(&server.connect_string()).await;
     admin
         .create("/app", "", &CreateOptions::persistent())
         .await
         .expect("chroot node");
-    let client = support::connect(&format!("{}/app", server.connect_string())).await;
+    let client = connect(&format!("{}/app", server.connect_string())).await;
     let (path, _) = client
         .create("/x", "", &CreateOptions::ephemeral())
         .await
@@ -73,14 +74,16 @@ async fn watch_paths_are_stripped_of_the_chroot() {
     assert_eq!(client.get_ephemerals("/").await, Ok(vec!["/x".to_owned()]));
     let (_, _, watch) = client.get_data_watch("/x").await.expect("getData");
     admin.set_data("/app/x", "v", None).await.expect("setData");
-    let event = within(watch.changed()).await.expect("event");
+    let event = within("the event", EVENT_WAIT, watch.changed())
+        .await
+        .expect("event");
     assert_eq!(event.path, "/x");
 }
 
 #[tokio::test]
 async fn persistent_recursive_watches_stream_until_removed() {
     let server = support::server().await;
-    let client = support::connect(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
     client
         .create("/r", "", &CreateOptions::persistent())
         .await
@@ -97,7 +100,9 @@ async fn persistent_recursive_watches_stream_until_removed() {
     client.delete("/r/a", None).await.expect("delete a");
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let event = within(watch.next()).await.expect("event");
+        let event = within("the event", EVENT_WAIT, watch.next())
+            .await
+            .expect("event");
         seen.push((event.event_type, event.path));
     }
     assert_eq!(
@@ -113,17 +118,22 @@ async fn persistent_recursive_watches_stream_until_removed() {
         .remove_watches("/r", WatcherType::ANY)
         .await
         .expect("removeWatches");
-    let event = within(watch.next()).await.expect("removal is reported");
+    let event = within("the event", EVENT_WAIT, watch.next())
+        .await
+        .expect("removal is reported");
     assert_eq!(event.event_type, EventType::PERSISTENT_WATCH_REMOVED);
-    assert_eq!(within(watch.next()).await, Err(Error::Closed));
+    assert_eq!(
+        within("the event", EVENT_WAIT, watch.next()).await,
+        Err(Error::Closed)
+    );
 }
 
 #[tokio::test]
 async fn a_change_made_while_cut_off_fires_after_reconnect() {
     let server = support::server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = support::connect(&proxy.connect_string()).await;
-    let other = support::connect(&server.connect_string()).await;
+    let client = connect(&proxy.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
     client
         .create("/cut", "0", &CreateOptions::persistent())
         .await
@@ -132,7 +142,7 @@ async fn a_change_made_while_cut_off_fires_after_reconnect() {
     let session = client.session_id();
 
     proxy.isolate();
-    support::wait_for_state(&client, SessionState::Disconnected, EVENT_WAIT).await;
+    wait_for_state(&client, SessionState::Disconnected, EVENT_WAIT).await;
     // Queued while disconnected; sent after the watches are re-armed.
     let queued = client.get_data("/cut");
     other
@@ -141,11 +151,17 @@ async fn a_change_made_while_cut_off_fires_after_reconnect() {
         .expect("change while cut off");
     proxy.restore();
 
-    let event = within(watch.changed())
+    let event = within("the event", EVENT_WAIT, watch.changed())
         .await
         .expect("fired after reconnect");
     assert_eq!(event.event_type, EventType::NODE_DATA_CHANGED);
-    assert_eq!(&within(queued).await.expect("queued call").0[..], b"1");
+    assert_eq!(
+        &within("the queued call", EVENT_WAIT, queued)
+            .await
+            .expect("queued call")
+            .0[..],
+        b"1"
+    );
     assert_eq!(client.state(), SessionState::Connected);
     assert_eq!(client.session_id(), session, "same session");
 }
@@ -154,8 +170,8 @@ async fn a_change_made_while_cut_off_fires_after_reconnect() {
 async fn a_session_cut_off_past_its_timeout_expires_and_its_ephemerals_vanish() {
     let server = support::server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = support::connect(&proxy.connect_string()).await;
-    let other = support::connect(&server.connect_string()).await;
+    let client = connect(&proxy.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
     client
         .create("/gone", "", &CreateOptions::ephemeral())
         .await
@@ -171,22 +187,20 @@ async fn a_session_cut_off_past_its_timeout_expires_and_its_ephemerals_vanish() 
         .expect("event");
     assert_eq!(event.event_type, EventType::NODE_DELETED);
     // Cut off for the whole timeout, the client reports the expiry itself.
-    support::wait_for_state(&client, SessionState::Expired, Duration::from_secs(10)).await;
-    assert_eq!(within(lost.changed()).await, Err(Error::SessionExpired));
+    wait_for_state(&client, SessionState::Expired, Duration::from_secs(10)).await;
+    assert_eq!(
+        within("the lost watch", EVENT_WAIT, lost.changed()).await,
+        Err(Error::SessionExpired)
+    );
     assert_eq!(client.get_data("/gone").await, Err(Error::SessionExpired));
     proxy.restore();
 }
 
 #[tokio::test]
 async fn a_session_moves_to_another_server_when_its_server_dies() {
-    let ensemble = tokio::task::spawn_blocking(|| {
-        let ensemble = zk_testkit::Ensemble::start(3).expect("start ensemble");
-        ensemble.wait_for_leader().expect("leader");
-        ensemble
-    })
-    .await
-    .expect("task");
-    let client = support::builder()
+    // Started with one leader (`Ensemble::start`).
+    let ensemble = start_ensemble(Ensemble::builder(3)).await;
+    let client = builder()
         .session_timeout(Duration::from_secs(10))
         .keep_host_order(true)
         .connect(&ensemble.connect_string())
@@ -199,8 +213,8 @@ async fn a_session_moves_to_another_server_when_its_server_dies() {
     let session = client.session_id();
     // With the order kept, the client is on the first server.
     ensemble.kill(0);
-    support::wait_for_state(&client, SessionState::Disconnected, Duration::from_secs(10)).await;
-    support::wait_for_state(&client, SessionState::Connected, Duration::from_secs(20)).await;
+    wait_for_state(&client, SessionState::Disconnected, Duration::from_secs(10)).await;
+    wait_for_state(&client, SessionState::Connected, Duration::from_secs(20)).await;
     assert_eq!(client.session_id(), session);
     assert!(
         client.exists("/eph").await.expect("exists").is_some(),

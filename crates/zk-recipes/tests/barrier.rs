@@ -1,22 +1,23 @@
 //! Barrier, double barrier and "queue start" against a real server, with several sessions
 //! taking part concurrently.
 
-mod bq_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bq_support::{eventually, join, server, sessions};
 use zk_recipes::barrier::{Barrier, DoubleBarrier, START_NODE, StartGate};
+use zk_testkit::client::{builder, eventually, join, sessions, start_server};
 
 const WITHIN: Duration = Duration::from_secs(20);
+/// The session timeout of every session here.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn barriers_and_start_gate_with_concurrent_sessions() {
-    let server = server().await;
+    let server = start_server().await;
     let connect_string = server.connect_string();
-    let clients = sessions(&connect_string, 8).await;
+    let session = builder().session_timeout(SESSION_TIMEOUT);
+    let clients = sessions(session, &connect_string, 8).await;
 
     barrier_releases_every_waiter(&clients).await;
     double_barrier_enters_together_and_leaves_together(&clients[..6]).await;
@@ -71,7 +72,7 @@ async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
     assert!(control.remove().await.expect("remove"));
     assert!(!control.remove().await.expect("remove again"));
     for waiter in waiters {
-        join(waiter, WITHIN).await;
+        join("a barrier waiter", WITHIN, waiter).await;
     }
     // An open barrier does not block: one round trip says so. (Not with a zero timeout: the
     // timeout bounds the whole call, that round trip included.)
@@ -106,7 +107,7 @@ async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto:
     // All but the last join; nobody may get through while one is missing.
     let mut tasks: Vec<_> = clients[..n - 1].iter().cloned().map(spawn).collect();
     let observer = clients[0].clone();
-    eventually(WITHIN, "n - 1 participants joined", || {
+    eventually("n - 1 participants joined", WITHIN, || {
         let observer = observer.clone();
         async move {
             observer
@@ -119,7 +120,7 @@ async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto:
     assert_eq!(entered.load(Ordering::SeqCst), 0, "nobody entered early");
     tasks.push(spawn(clients[n - 1].clone()));
     for task in tasks {
-        join(task, WITHIN).await;
+        join("a double-barrier participant", WITHIN, task).await;
     }
     assert_eq!(entered.load(Ordering::SeqCst), n);
     let left: Vec<String> = observer.get_children(path).await.expect("children");
@@ -143,7 +144,7 @@ async fn start_gate_starts_exactly_once(clients: &[zk_proto::Client]) {
     };
     let mut tasks: Vec<_> = clients[..n - 1].iter().cloned().map(spawn).collect();
     let observer = clients[0].clone();
-    eventually(WITHIN, "n - 1 members joined", || {
+    eventually("n - 1 members joined", WITHIN, || {
         let observer = observer.clone();
         async move {
             observer
@@ -167,7 +168,7 @@ async fn start_gate_starts_exactly_once(clients: &[zk_proto::Client]) {
     tasks.push(spawn(clients[n - 1].clone()));
     let mut creators = 0;
     for task in tasks {
-        let started = join(task, WITHIN).await;
+        let started = join("a start-gate member", WITHIN, task).await;
         assert!(started.notified_by_watch, "told by the watch on start");
         creators += usize::from(started.created_start);
     }
@@ -192,7 +193,11 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
         .collect();
     let mut creators = 0;
     for task in tasks {
-        creators += usize::from(join(task, WITHIN).await.created_start);
+        creators += usize::from(
+            join("a contending start-gate member", WITHIN, task)
+                .await
+                .created_start,
+        );
     }
     assert_eq!(creators, 1, "the start node is created exactly once");
 
@@ -224,7 +229,8 @@ async fn start_gate_timeout_withdraws(client: &zk_proto::Client) {
 
 async fn expired_participant_counts_as_left(connect_string: &str) {
     let path = "/barriers/session-loss";
-    let clients = sessions(connect_string, 3).await;
+    let session = builder().session_timeout(SESSION_TIMEOUT);
+    let clients = sessions(session, connect_string, 3).await;
     let barriers: Vec<_> = clients
         .iter()
         .map(|client| DoubleBarrier::new(client.clone(), path, 3))
@@ -235,7 +241,7 @@ async fn expired_participant_counts_as_left(connect_string: &str) {
         .map(|barrier| tokio::spawn(async move { barrier.enter(Some(WITHIN)).await }))
         .collect();
     for task in entering {
-        assert!(join(task, WITHIN).await.expect("enter"));
+        assert!(join("enter", WITHIN, task).await.expect("enter"));
     }
     let leaving: Vec<_> = barriers[..2]
         .iter()
@@ -249,7 +255,7 @@ async fn expired_participant_counts_as_left(connect_string: &str) {
     assert!(leaving.iter().all(|task| !task.is_finished()), "left early");
     clients[2].close().await.expect("close");
     for task in leaving {
-        assert!(join(task, WITHIN).await.expect("leave"));
+        assert!(join("leave", WITHIN, task).await.expect("leave"));
     }
     assert!(observer.exists(&third).await.expect("exists").is_none());
     for client in &clients[..2] {

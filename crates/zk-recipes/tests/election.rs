@@ -3,19 +3,20 @@
 
 #[path = "curator_support/mod.rs"]
 mod curator;
-#[path = "election_support/mod.rs"]
-mod support;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use curator::CuratorPeer;
-use support::{Candidate, candidates, connect, eventually, wait_for_state};
-use zk_proto::{Client, Error, SessionState};
+use zk_proto::{Client, ClientBuilder, Error, SessionState};
 use zk_recipes::election::{
     LeaderLatch, MasterElection, OneShotOutcome, RunOnceOutcome, RunOutcome, current_leader,
     current_master, elect_once, run_once, run_while_leading, wait_until_gone,
+};
+use zk_testkit::client::{
+    Proxied, builder, connect_proxied, connect_with, eventually, start_server, wait_for_state,
 };
 
 const N: usize = 10;
@@ -23,20 +24,21 @@ const WITHIN: Duration = Duration::from_secs(10);
 /// Loss must be reported well before the server could expire the session (2 s).
 const LOSS_WITHIN: Duration = Duration::from_millis(1500);
 
-/// Polls an async condition every 10 ms until it holds; panics after `within`.
-async fn eventually_async<F: Future<Output = bool>>(
-    within: Duration,
-    what: &str,
-    mut condition: impl FnMut() -> F,
-) {
-    let deadline = tokio::time::Instant::now() + within;
-    while !condition().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not within {within:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+/// The session timeout the tests ask for (the server's minimum is two ticks, 1 s).
+const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The kit's client builder with [`SESSION_TIMEOUT`].
+fn session() -> ClientBuilder {
+    builder().session_timeout(SESSION_TIMEOUT)
+}
+
+/// `n` sessions, each behind its own proxy to `target`, so that each alone can be cut off.
+async fn candidates(target: SocketAddr, n: usize) -> Vec<Proxied> {
+    let mut all = Vec::with_capacity(n);
+    for _ in 0..n {
+        all.push(connect_proxied(target, session()).await);
     }
+    all
 }
 
 async fn children(client: &Client, path: &str) -> Vec<String> {
@@ -58,12 +60,12 @@ fn masters(elections: &[Option<MasterElection>]) -> Vec<usize> {
 /// Cuts `candidate` off and checks that its loss is reported while the session may still be
 /// alive on the server (client `Disconnected`), with no one else leading meanwhile.
 async fn cut_and_expect_prompt_loss(
-    candidate: &Candidate,
+    candidate: &Proxied,
     is_leading: impl Fn() -> bool,
     others_leading: impl Fn() -> usize,
 ) {
     candidate.proxy.isolate();
-    eventually(LOSS_WITHIN, "loss reported on connection loss", || {
+    eventually("loss reported on connection loss", LOSS_WITHIN, || async {
         !is_leading()
     })
     .await;
@@ -77,8 +79,8 @@ async fn cut_and_expect_prompt_loss(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
-    let server = support::server().await;
-    let observer = connect(&server.connect_string()).await;
+    let server = start_server().await;
+    let observer = connect_with(session(), &server.connect_string()).await;
     let all = candidates(server.addr(), N).await;
     let path = "/app/election/latch";
     let latches: Vec<LeaderLatch> = all
@@ -88,11 +90,14 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
         .collect();
 
     // Ten candidates, one leader.
-    eventually_async(WITHIN, "ten candidate nodes", || async {
+    eventually("ten candidate nodes", WITHIN, || async {
         children(&observer, path).await.len() == N
     })
     .await;
-    eventually(WITHIN, "one leader", || leaders(&latches).len() == 1).await;
+    eventually("one leader", WITHIN, || async {
+        leaders(&latches).len() == 1
+    })
+    .await;
     let first = leaders(&latches)[0];
     let (node, id) = current_leader(&observer, path).await.unwrap().unwrap();
     assert_eq!(&id[..], format!("c{first}").as_bytes());
@@ -113,7 +118,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
         .delete(&format!("{path}/{before}"), None)
         .await
         .unwrap();
-    eventually_async(WITHIN, "the follower's node is back", || async {
+    eventually("the follower's node is back", WITHIN, || async {
         let now = children(&observer, path).await;
         now.len() == N && own(&now).is_some_and(|node| node != before)
     })
@@ -129,14 +134,14 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     )
     .await;
     all[first].proxy.restore();
-    eventually(WITHIN, "the same leader after the blip", || {
+    eventually("the same leader after the blip", WITHIN, || async {
         leaders(&latches) == [first]
     })
     .await;
 
     // The leader's session is closed: exactly one other leader follows.
     all[first].client.close().await.unwrap();
-    eventually(WITHIN, "a new leader after close", || {
+    eventually("a new leader after close", WITHIN, || async {
         let now = leaders(&latches);
         now.len() == 1 && now[0] != first
     })
@@ -167,7 +172,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
         .unwrap()
         .unwrap();
     assert_eq!(outcome.unwrap(), RunOutcome::LeadershipLost);
-    eventually(WITHIN, "a new leader after expiry", || {
+    eventually("a new leader after expiry", WITHIN, || async {
         let now = leaders(&latches);
         now.len() == 1 && now[0] != second
     })
@@ -187,7 +192,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     let mut latches: Vec<Option<LeaderLatch>> = latches.into_iter().map(Some).collect();
     latches[third].take().unwrap().close().await.unwrap();
     let rest: Vec<LeaderLatch> = latches.into_iter().flatten().collect();
-    eventually(WITHIN, "a new leader after giving up", || {
+    eventually("a new leader after giving up", WITHIN, || async {
         leaders(&rest).len() == 1
     })
     .await;
@@ -197,8 +202,8 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
     const HEAD_START: Duration = Duration::from_secs(2);
-    let server = support::server().await;
-    let observer = connect(&server.connect_string()).await;
+    let server = start_server().await;
+    let observer = connect_with(session(), &server.connect_string()).await;
     let all = candidates(server.addr(), N).await;
     let path = "/app/master";
     let start = |client: &Client, i: usize| {
@@ -212,14 +217,17 @@ async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
         .map(|(i, c)| Some(start(&c.client, i)))
         .collect();
 
-    eventually(WITHIN, "one master", || masters(&elections).len() == 1).await;
+    eventually("one master", WITHIN, || async {
+        masters(&elections).len() == 1
+    })
+    .await;
     let first = masters(&elections)[0];
     let id = current_master(&observer, path).await.unwrap().unwrap();
     assert_eq!(&id[..], format!("m{first}").as_bytes());
 
     // Closed: exactly one other master follows (after the head start).
     all[first].client.close().await.unwrap();
-    eventually(WITHIN, "a new master after close", || {
+    eventually("a new master after close", WITHIN, || async {
         let now = masters(&elections);
         now.len() == 1 && now[0] != first
     })
@@ -236,13 +244,13 @@ async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
     .await;
     wait_for_state(&all[second].client, SessionState::Expired, WITHIN).await;
     all[second].proxy.restore();
-    let comeback = connect(&all[second].proxy.connect_string()).await;
+    let comeback = connect_with(session(), &all[second].proxy.connect_string()).await;
     elections[second] = Some(start(&comeback, second));
-    eventually(WITHIN, "the previous master is master again", || {
+    eventually("the previous master is master again", WITHIN, || async {
         masters(&elections) == [second]
     })
     .await;
-    eventually_async(WITHIN, "the node is the new session's", || async {
+    eventually("the node is the new session's", WITHIN, || async {
         observer
             .exists(path)
             .await
@@ -254,7 +262,7 @@ async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
 
     // Giving up: exactly one other master follows.
     elections[second].take().unwrap().close().await.unwrap();
-    eventually(WITHIN, "a new master after giving up", || {
+    eventually("a new master after giving up", WITHIN, || async {
         masters(&elections).len() == 1
     })
     .await;
@@ -298,8 +306,8 @@ async fn one_shot_round(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_shot_elects_one_and_run_once_runs_once() {
-    let server = support::server().await;
-    let observer = connect(&server.connect_string()).await;
+    let server = start_server().await;
+    let observer = connect_with(session(), &server.connect_string()).await;
     let all = candidates(server.addr(), N).await;
     let path = "/app/once";
     let mut alive: Vec<(usize, Client)> = all
@@ -390,22 +398,22 @@ async fn leader_id(client: &Client, path: &str) -> String {
 /// meet the marker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_latches_share_one_election() {
-    let server = support::server().await;
+    let server = start_server().await;
     let mut java = CuratorPeer::start(&server.connect_string()).await;
-    let client = connect(&server.connect_string()).await;
-    let observer = connect(&server.connect_string()).await;
+    let client = connect_with(session(), &server.connect_string()).await;
+    let observer = connect_with(session(), &server.connect_string()).await;
     let (path, marker) = ("/interop-latch/election", "/interop-latch-leader");
 
     // 1. A Curator candidate leads; a Rust one and a second Curator one queue behind it.
     java.call(&format!("j1 latch {path} java-1 {marker}")).await;
     assert_eq!(java.call("j1 await 10000").await, "leader");
     let rust = LeaderLatch::start(&client, path, "rust-1");
-    eventually_async(WITHIN, "the Rust candidate's node", || async {
+    eventually("the Rust candidate's node", WITHIN, || async {
         children(&observer, path).await.len() == 2
     })
     .await;
     java.call(&format!("j2 latch {path} java-2 {marker}")).await;
-    eventually_async(WITHIN, "the second Curator candidate's node", || async {
+    eventually("the second Curator candidate's node", WITHIN, || async {
         children(&observer, path).await.len() == 3
     })
     .await;
@@ -433,7 +441,7 @@ async fn curator_and_rust_latches_share_one_election() {
     client.delete(marker, None).await.expect("leave the marker");
     rust.close().await.expect("close");
     assert_eq!(java.call("j2 await 10000").await, "leader");
-    eventually_async(WITHIN, "Curator's leader marker", || async {
+    eventually("Curator's leader marker", WITHIN, || async {
         observer.exists(marker).await.ok().flatten().is_some()
     })
     .await;
@@ -441,7 +449,7 @@ async fn curator_and_rust_latches_share_one_election() {
 
     // 4. And back to a new Rust candidate when that one closes.
     let rust = LeaderLatch::start(&client, path, "rust-2");
-    eventually_async(WITHIN, "the new Rust candidate's node", || async {
+    eventually("the new Rust candidate's node", WITHIN, || async {
         children(&observer, path).await.len() == 2
     })
     .await;

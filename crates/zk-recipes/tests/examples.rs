@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use zk_testkit::ZkServer;
+use zk_testkit::client::start_server_with;
 
 /// An example's executable: `target/<profile>/examples/<name>`, beside this test's directory.
 fn example(name: &str) -> PathBuf {
@@ -45,10 +46,7 @@ async fn run(server: &ZkServer, name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_example_runs_against_a_real_server() {
-    let server = tokio::task::spawn_blocking(ZkServer::start)
-        .await
-        .expect("server start task")
-        .expect("start ZooKeeper (scripts/install-deps.sh installs it)");
+    let server = start_server_with(ZkServer::builder()).await;
 
     let out = run(&server, "get_set_watch").await;
     assert!(out.contains("read \"hello\" (version 0)"), "{out}");

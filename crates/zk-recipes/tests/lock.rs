@@ -1,17 +1,16 @@
 //! The lock recipes against a real ZooKeeper 3.8 server.
 
 mod curator_support;
-mod lock_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use curator_support::{CuratorPeer, curator_program};
-use lock_support::{SERIAL, connect, server, wait_children};
 use zk_proto::SessionState;
 use zk_proto::jute::OpCode;
 use zk_recipes::lock::{Lock, LockError, ReadWriteLock, Semaphore, Validity};
+use zk_testkit::client::{connect, poll_children, serial, start_server};
 use zk_testkit::fault::FaultProxy;
 
 const SESSIONS: usize = 16;
@@ -19,8 +18,8 @@ const ROUNDS: usize = 200;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_fifo_and_fencing_under_contention() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let connect_string = server.connect_string();
     let inside = Arc::new(AtomicBool::new(false));
     let violations = Arc::new(AtomicUsize::new(0));
@@ -70,8 +69,9 @@ async fn mutual_exclusion_fifo_and_fencing_under_contention() {
         );
     }
     let observer = connect(&connect_string).await;
+    let path = "/stress/lock";
     assert!(
-        wait_children(&observer, "/stress/lock", 0, Duration::from_secs(5))
+        poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
             .await
             .is_empty()
     );
@@ -79,8 +79,8 @@ async fn mutual_exclusion_fifo_and_fencing_under_contention() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_node_is_gone() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let holder_client = connect(&proxy.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
@@ -95,12 +95,14 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
         tokio::spawn(async move { lock.acquire().await })
     };
     // The waiter's node is queued behind the holder's: it must wait.
-    assert_eq!(
-        wait_children(&waiter_client, "/expiry/lock", 2, Duration::from_secs(5))
-            .await
-            .len(),
-        2
-    );
+    let queued = poll_children(
+        &waiter_client,
+        "/expiry/lock",
+        Duration::from_secs(5),
+        |c| c.len() == 2,
+    )
+    .await;
+    assert_eq!(queued.len(), 2);
     assert!(!waiter.is_finished(), "the waiter must wait for the holder");
 
     proxy.isolate();
@@ -138,8 +140,8 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_and_timed_out_acquires_leave_no_node() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let holder_client = connect(&server.connect_string()).await;
     let other = connect(&server.connect_string()).await;
     let path = "/cancel/lock";
@@ -160,7 +162,7 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
     let cancelled = tokio::time::timeout(Duration::from_millis(300), lock.acquire()).await;
     assert!(cancelled.is_err());
     assert_eq!(
-        wait_children(&other, path, 1, Duration::from_secs(5))
+        poll_children(&other, path, Duration::from_secs(5), |c| c.len() == 1)
             .await
             .len(),
         1
@@ -174,7 +176,7 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
         task.abort();
         let _ = task.await;
         assert_eq!(
-            wait_children(&other, path, 1, Duration::from_secs(5))
+            poll_children(&other, path, Duration::from_secs(5), |c| c.len() == 1)
                 .await
                 .len(),
             1,
@@ -189,7 +191,7 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
     });
     // Its node is queued behind the holder's before the holder lets go.
     assert_eq!(
-        wait_children(&other, path, 2, Duration::from_secs(5))
+        poll_children(&other, path, Duration::from_secs(5), |c| c.len() == 2)
             .await
             .len(),
         2
@@ -199,7 +201,7 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
     assert_eq!(other.get_children(path).await.expect("list").len(), 1);
     drop(guard); // released in the background
     assert!(
-        wait_children(&other, path, 0, Duration::from_secs(5))
+        poll_children(&other, path, Duration::from_secs(5), |c| c.is_empty())
             .await
             .is_empty()
     );
@@ -207,8 +209,8 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_create_reply_leaves_no_orphan() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let client = connect(&proxy.connect_string()).await;
     let observer = connect(&server.connect_string()).await;
@@ -221,7 +223,7 @@ async fn a_lost_create_reply_leaves_no_orphan() {
             .expect("warm up"),
     );
     assert!(
-        wait_children(&observer, path, 0, Duration::from_secs(5))
+        poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
             .await
             .is_empty()
     );
@@ -249,7 +251,7 @@ async fn a_lost_create_reply_leaves_no_orphan() {
         assert!(guard.node().ends_with(&children[0]));
         guard.release().await.expect("release");
         assert!(
-            wait_children(&observer, path, 0, Duration::from_secs(5))
+            poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
                 .await
                 .is_empty()
         );
@@ -259,8 +261,8 @@ async fn a_lost_create_reply_leaves_no_orphan() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_parents_are_created_as_containers() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let client = connect(&server.connect_string()).await;
     let guard = Lock::new(client.clone(), "/a/b/c/lock")
         .acquire()
@@ -279,8 +281,8 @@ async fn missing_parents_are_created_as_containers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_write_lock_excludes_writers() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let readers = Arc::new(AtomicUsize::new(0));
     let writer = Arc::new(AtomicBool::new(false));
     let max_readers = Arc::new(AtomicUsize::new(0));
@@ -333,8 +335,8 @@ async fn read_write_lock_excludes_writers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn semaphore_bounds_the_holders() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let holders = Arc::new(AtomicUsize::new(0));
     let max_holders = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -397,8 +399,8 @@ async fn checked_critical_section(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_contenders_share_one_lock() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let client = connect(&server.connect_string()).await;
     let (path, marker, counter) = ("/interop/lock", "/interop/inside", "/interop/counter");
     client
@@ -506,8 +508,8 @@ async fn make_rw_base(client: &zk_proto::Client, base: &str) {
 /// each waits for the other's release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_mutex_holders_exclude_each_other() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let mut java = CuratorPeer::start(&server.connect_string()).await;
     let client = connect(&server.connect_string()).await;
     let path = "/interop-mutex/lock";
@@ -517,7 +519,7 @@ async fn curator_and_rust_mutex_holders_exclude_each_other() {
     let guard = lock.acquire().await.expect("rust acquires");
     assert_eq!(java.call(&format!("a mutex {path} 300")).await, "timeout");
     java.call(&format!("a mutex-bg {path}")).await;
-    wait_children(&client, path, 2, Duration::from_secs(5)).await;
+    poll_children(&client, path, Duration::from_secs(5), |c| c.len() == 2).await;
     assert_eq!(java.call("a held 200").await, "pending");
     guard.release().await.expect("release");
     assert_eq!(java.call("a held 5000").await, "acquired");
@@ -529,7 +531,7 @@ async fn curator_and_rust_mutex_holders_exclude_each_other() {
         let lock = lock.clone();
         async move { lock.acquire().await }
     });
-    wait_children(&client, path, 2, Duration::from_secs(5)).await;
+    poll_children(&client, path, Duration::from_secs(5), |c| c.len() == 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         !waiter.is_finished(),
@@ -550,8 +552,8 @@ async fn curator_and_rust_mutex_holders_exclude_each_other() {
 /// reader queued behind the other library's writer waits for it (the order is the same).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_read_write_locks_exclude_each_other() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let mut java = CuratorPeer::start(&server.connect_string()).await;
     let r1 = connect(&server.connect_string()).await;
     let r2 = connect(&server.connect_string()).await;
@@ -615,7 +617,7 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
         let rw = rw2.clone();
         async move { rw.write_lock().acquire().await }
     });
-    wait_children(&r1, path, 2, long).await;
+    poll_children(&r1, path, long, |c| c.len() == 2).await;
     assert_eq!(java.call(&format!("b read {path} 300")).await, "timeout");
     reader.release().await.expect("release");
     let writer = tokio::time::timeout(long, writer)
@@ -631,7 +633,7 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     // 5. A Curator writer queued behind a Rust reader: a later Rust reader waits for it.
     let reader = rw1.read_lock().acquire().await.expect("rust reader");
     java.call(&format!("a write-bg {path}")).await;
-    wait_children(&r1, path, 2, long).await;
+    poll_children(&r1, path, long, |c| c.len() == 2).await;
     refused(
         rw2.read_lock().acquire_timeout(short).await,
         "a Rust reader behind a Curator writer",
@@ -651,7 +653,11 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
         .expect("rust reader");
     reader.release().await.expect("release");
 
-    assert!(wait_children(&r1, path, 0, long).await.is_empty());
+    assert!(
+        poll_children(&r1, path, long, |c| c.is_empty())
+            .await
+            .is_empty()
+    );
     java.quit().await;
 }
 
@@ -664,8 +670,8 @@ async fn curator_and_rust_read_write_locks_under_mixed_contention() {
     const JAVA_READS: usize = 50;
     const RUST_WRITES: usize = 50;
     const RUST_READS: usize = 50;
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let mut java = CuratorPeer::start(&server.connect_string()).await;
     let client = connect(&server.connect_string()).await;
     let (path, base) = ("/interop-rw-mix/lock", "/interop-rw-mix-checks");
@@ -845,8 +851,8 @@ async fn wait_forwarded(proxy: &FaultProxy, op: OpCode, n: u64) {
 /// predecessor's release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone() {
-    let _serial = SERIAL.lock().await;
-    let server = server().await;
+    let _serial = serial().await;
+    let server = start_server().await;
     let path = "/handoff/lock";
     let a = connect(&server.connect_string()).await;
     let b = connect(&server.connect_string()).await;
@@ -862,7 +868,7 @@ async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone(
         async move { lock.acquire().await }
     });
     assert_eq!(
-        wait_children(&a, path, 2, Duration::from_secs(5))
+        poll_children(&a, path, Duration::from_secs(5), |c| c.len() == 2)
             .await
             .len(),
         2

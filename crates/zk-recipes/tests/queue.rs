@@ -1,23 +1,23 @@
 //! The distributed FIFO queue and its bounded variant against a real server, with several
 //! producer and consumer sessions.
 
-mod bq_support;
-
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bq_support::{eventually, join, server, sessions};
 use zk_recipes::queue::{BoundedQueue, Item, Queue};
+use zk_testkit::client::{builder, eventually, join, sessions, start_server};
 
 const WITHIN: Duration = Duration::from_secs(20);
+/// The session timeout of every session here.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 const STOP: &str = "stop";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_with_concurrent_producers_and_consumers() {
-    let server = server().await;
-    let connect_string = server.connect_string();
-    let clients = sessions(&connect_string, 12).await;
+    let server = start_server().await;
+    let session = builder().session_timeout(SESSION_TIMEOUT);
+    let clients = sessions(session, &server.connect_string(), 12).await;
 
     every_item_exactly_once(&clients[..4], &clients[4..]).await;
     single_consumer_sees_producer_fifo(&clients[..4], &clients[4]).await;
@@ -90,7 +90,7 @@ async fn every_item_exactly_once(producers: &[zk_proto::Client], consumers: &[zk
         })
         .collect();
     for task in produce(producers, PATH, PER_PRODUCER).await {
-        join(task, WITHIN).await;
+        join("a producer", WITHIN, task).await;
     }
     // One stop item per consumer, after every real item.
     let control = Queue::new(producers[0].clone(), PATH);
@@ -99,7 +99,7 @@ async fn every_item_exactly_once(producers: &[zk_proto::Client], consumers: &[zk
     }
     let mut per_consumer = Vec::new();
     for task in consumer_tasks {
-        per_consumer.push(join(task, WITHIN).await);
+        per_consumer.push(join("a consumer", WITHIN, task).await);
     }
     let taken = std::mem::take(&mut *taken.lock().expect("taken"));
     let total = producers.len() * PER_PRODUCER;
@@ -119,7 +119,7 @@ async fn single_consumer_sees_producer_fifo(
     const PATH: &str = "/queues/fifo";
     const PER_PRODUCER: usize = 50;
     for task in produce(producers, PATH, PER_PRODUCER).await {
-        join(task, WITHIN).await;
+        join("a producer", WITHIN, task).await;
     }
     let queue = Queue::new(consumer.clone(), PATH);
     let mut order = Vec::new();
@@ -161,7 +161,9 @@ async fn blocking_take_wakes_on_put(consumer: &zk_proto::Client, producer: &zk_p
         .put("hello")
         .await
         .expect("put");
-    let item = join(waiting, WITHIN).await.expect("woken by the put");
+    let item = join("the blocked take", WITHIN, waiting)
+        .await
+        .expect("woken by the put");
     assert_eq!(item.data, "hello");
 }
 
@@ -186,7 +188,7 @@ async fn bounded_queue_blocks_producer_until_take(
     };
     // The producer stays blocked while the queue is full.
     let checker = queue.queue().clone();
-    eventually(WITHIN, "the blocked put is waiting", || {
+    eventually("the blocked put is waiting", WITHIN, || {
         let checker = checker.clone();
         async move { checker.len().await.is_ok_and(|len| len == 3) }
     })
@@ -197,7 +199,7 @@ async fn bounded_queue_blocks_producer_until_take(
     let first = consumer_queue.take(Some(WITHIN)).await.expect("take");
     assert_eq!(first.expect("an item").data, "item-0");
     assert!(
-        join(blocked, WITHIN).await.is_some(),
+        join("the blocked put", WITHIN, blocked).await.is_some(),
         "unblocked by the take"
     );
     let mut rest = Vec::new();
@@ -238,7 +240,7 @@ async fn bounded_queue_bound_holds_under_concurrent_producers(
         assert!(seen.insert(parse(&item)), "taken once");
     }
     for task in tasks {
-        join(task, WITHIN).await;
+        join("a producer", WITHIN, task).await;
     }
     assert_eq!(queue.queue().len().await.expect("len"), 0);
 }
