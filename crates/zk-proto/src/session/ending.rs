@@ -17,12 +17,17 @@ impl Session {
     /// returned request completes when the session is closed.
     pub fn close(&mut self, now: Instant) -> RequestId {
         let id = self.new_id();
-        if self.state.is_terminal() || self.closing.is_some() {
+        if self.state.is_terminal() {
             self.events.push_back(SessionEvent::Reply {
                 id,
                 result: Ok(Response::Empty),
                 watch_armed: false,
             });
+            return id;
+        }
+        if self.closing.is_some() {
+            // Already closing: this caller, too, is answered when the session is closed.
+            self.later_closers.push(id);
             return id;
         }
         self.closing = Some((id, now + self.config.close_timeout));
@@ -43,7 +48,13 @@ impl Session {
     pub(super) fn finish_close(&mut self) {
         let closer = self.closing.take().map(|(id, _)| id);
         self.terminate_except(SessionState::Closed, Error::Closed, closer);
-        if let Some(id) = closer {
+        self.answer_closers(closer);
+    }
+
+    /// Answers every caller of `close`, the one that began the closing (`first`) and any
+    /// later ones: the session is over, and its final state was published before.
+    fn answer_closers(&mut self, first: Option<RequestId>) {
+        for id in first.into_iter().chain(std::mem::take(&mut self.later_closers)) {
             self.reply(id, Ok(Response::Empty), false);
         }
     }
@@ -52,11 +63,9 @@ impl Session {
     pub(super) fn terminate(&mut self, state: SessionState, error: Error) {
         let closer = self.closing.take().map(|(id, _)| id);
         self.terminate_except(state, error, closer);
-        if let Some(id) = closer {
-            // The close is done, whatever ended the session (after the state event, so that
-            // the closer sees the final state when it is answered).
-            self.reply(id, Ok(Response::Empty), false);
-        }
+        // The close is done, whatever ended the session (after the state event, so that the
+        // closers see the final state when they are answered).
+        self.answer_closers(closer);
     }
 
     pub(super) fn terminate_except(

@@ -47,15 +47,17 @@ impl Session {
                 Ok(())
             }
             reserved::AUTH => {
-                let waiter = self
-                    .auth_pending
-                    .pop_front()
-                    .ok_or(ProtocolError::UnknownXid(xid))?;
+                // Decoded before its waiter is taken: a reply that does not decode drops the
+                // connection, which answers the waiters still queued (this one included).
                 let ServerMessage::Reply { header, .. } =
                     ServerMessage::decode(frame, |_| OpCode::AUTH)?
                 else {
                     return Err(ProtocolError::UnexpectedResponse("auth"));
                 };
+                let waiter = self
+                    .auth_pending
+                    .pop_front()
+                    .ok_or(ProtocolError::UnknownXid(xid))?;
                 if header.err == ErrorCode::AUTH_FAILED {
                     if let Some(id) = waiter {
                         self.reply(id, Err(Error::AuthFailed), false);

@@ -240,7 +240,10 @@ pub struct Session {
     ping_queued: bool,
     watches: WatchRegistry,
     deadlines: BTreeSet<(Instant, RequestId)>,
+    /// The `close` that began the closing, and when it gives up waiting for the reply.
     closing: Option<(RequestId, Instant)>,
+    /// Callers of `close` while it was under way: answered with the first, once closed.
+    later_closers: Vec<RequestId>,
     events: VecDeque<SessionEvent>,
     hosts: HostList,
     backoff: Backoff,
@@ -299,6 +302,7 @@ impl Session {
             watches: WatchRegistry::default(),
             deadlines: BTreeSet::new(),
             closing: None,
+            later_closers: Vec::new(),
             events: VecDeque::new(),
             hosts,
             backoff,

@@ -998,6 +998,75 @@ fn every_reconnection_waits_a_backoff_that_grows_with_failures_in_a_row() {
 }
 
 #[test]
+fn an_undecodable_auth_reply_still_answers_its_caller() {
+    // Found by the session_script fuzz target: the waiter was taken off the queue before the
+    // reply was decoded, so the dropped connection never answered it.
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let auth = h
+        .session
+        .add_auth("digest".into(), Bytes::from_static(b"u:p"))
+        .expect("open");
+    h.sent();
+    // xid -4, then half a zxid: not a reply header.
+    h.server_says(Bytes::from_static(b"\xff\xff\xff\xfc\x00\x00\x00\x00"));
+    let events = h.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(Error::Protocol(_)))),
+        "{events:?}"
+    );
+    assert_eq!(
+        replies(&events),
+        [(auth, Err(Error::ConnectionLoss))],
+        "exactly one answer"
+    );
+}
+
+#[test]
+fn a_second_close_is_answered_when_the_session_is_closed_not_before() {
+    // Found by the session_script fuzz target: a close while closeSession was on its way was
+    // answered at once, in a live state.
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let first = h.session.close(h.now);
+    let second = h.session.close(h.now);
+    let sent = h.sent();
+    assert_eq!(
+        sent.iter().map(|(h, _)| h.op_code).collect::<Vec<_>>(),
+        [OpCode::CLOSE_SESSION],
+        "one closeSession"
+    );
+    assert!(
+        replies(&h.events()).is_empty(),
+        "nobody answered before the close"
+    );
+    h.server_says(frame(ok(sent[0].0.xid, 5), ()));
+    let events = h.events();
+    let closed_at = events
+        .iter()
+        .position(|e| *e == SessionEvent::State(SessionState::Closed))
+        .expect("closed");
+    let answers: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, SessionEvent::Reply { .. }))
+        .map(|(at, _)| at)
+        .collect();
+    assert!(answers.iter().all(|&at| at > closed_at), "{events:?}");
+    assert_eq!(
+        replies(&events),
+        [(first, Ok(Response::Empty)), (second, Ok(Response::Empty))]
+    );
+    // After the end, a close is answered at once.
+    let third = h.session.close(h.now);
+    assert_eq!(replies(&h.events()), [(third, Ok(Response::Empty))]);
+}
+
+#[test]
 fn auth_is_replayed_on_reconnect_and_a_failure_is_terminal() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);
