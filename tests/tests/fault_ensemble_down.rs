@@ -40,7 +40,7 @@ async fn the_whole_ensemble_down_deadlines_expiry_and_backoff() {
         &connect_string,
     )
     .await;
-    let lock = Lock::new(client.clone(), "/down/lock");
+    let lock = Lock::new(&client, "/down/lock");
     // The lock works, and the client last heard from the ensemble right now.
     lock.acquire()
         .await

@@ -133,7 +133,7 @@ async fn cycles_on_an_ensemble_survive_a_killed_leader() {
         logs.push(StateLog::record(&client));
         let (exclusion, grants, progress) = (exclusion.clone(), grants.clone(), progress.clone());
         tasks.push(tokio::spawn(async move {
-            let lock = Lock::new(client.clone(), path);
+            let lock = Lock::new(&client, path);
             for _ in 0..CYCLES {
                 let guard = within("acquire", CALL, lock.acquire())
                     .await
@@ -277,16 +277,12 @@ async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
     let holder_sid = holder_client.session_id();
     assert!(serves(&ensemble, holder_server, holder_sid).await);
     let path = "/fault/moving";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(holder_client.clone(), path).acquire(),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
+        .await
+        .expect("holder acquires");
     let holder_node = holder.node().to_owned();
     let waiter_states = StateLog::record(&waiter_client);
-    let waiter = spawn_acquire(&Lock::new(waiter_client.clone(), path), CALL);
+    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     let listing = wait_children(
         &waiter_client,
         path,
@@ -381,13 +377,13 @@ async fn a_lost_create_reply_ends_with_our_node_or_none() {
     let path = "/fault/lost-create";
     mkdirs(&observer, path).await;
     let sid = client.session_id();
-    let lock = Lock::new(client.clone(), path);
+    let lock = Lock::new(&client, path);
     for round in 0..6 {
         let contended = round % 3 != 0;
         let short = round % 3 == 2;
         let holder = if contended {
             Some(
-                within("acquire", CALL, Lock::new(observer.clone(), path).acquire())
+                within("acquire", CALL, Lock::new(&observer, path).acquire())
                     .await
                     .expect("the other session holds"),
             )
@@ -527,14 +523,10 @@ async fn frozen_holder(stuck_write: bool) {
     let rival_client = connect(&server.connect_string()).await;
     assert_eq!(holder_client.negotiated_timeout(), Some(SESSION));
     let path = "/fault/frozen-holder";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(holder_client.clone(), path).acquire(),
-    )
-    .await
-    .expect("holder acquires");
-    let rival = spawn_acquire(&Lock::new(rival_client.clone(), path), CALL);
+    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
+        .await
+        .expect("holder acquires");
+    let rival = spawn_acquire(&Lock::new(&rival_client, path), CALL);
     wait_children(
         &rival_client,
         path,
@@ -631,14 +623,10 @@ async fn a_watch_event_must_not_extend_the_holders_local_expiry() {
     let path = "/fault/poked-holder";
     let poke = "/fault/poke";
     mkdirs(&rival_client, poke).await;
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(holder_client.clone(), path).acquire(),
-    )
-    .await
-    .expect("holder acquires");
-    let rival = spawn_acquire(&Lock::new(rival_client.clone(), path), CALL);
+    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
+        .await
+        .expect("holder acquires");
+    let rival = spawn_acquire(&Lock::new(&rival_client, path), CALL);
     wait_children(
         &rival_client,
         path,
@@ -712,15 +700,11 @@ async fn a_short_freeze_loses_nothing_and_grants_nothing() {
     );
     mkdirs(&waiter_client, counter).await;
     mkdirs(&waiter_client, seq).await;
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(holder_client.clone(), path).acquire(),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
+        .await
+        .expect("holder acquires");
     let holder_node = holder.node().to_owned();
-    let waiter = spawn_acquire(&Lock::new(waiter_client.clone(), path), CALL);
+    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     wait_children(
         &waiter_client,
         path,
@@ -825,15 +809,11 @@ async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
     let path = "/fault/cut-waiter";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(holder_client.clone(), path).acquire(),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
+        .await
+        .expect("holder acquires");
     let holder_name = name(holder.node());
-    let waiter = spawn_acquire(&Lock::new(waiter_client.clone(), path), CALL);
+    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     let listing = wait_children(
         &holder_client,
         path,
@@ -975,7 +955,7 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     let storm = |rounds: usize, seed: u64| {
         let mut tasks = Vec::new();
         for (c, client) in cancellers.iter().enumerate() {
-            let lock = Lock::new(client.clone(), path);
+            let lock = Lock::new(&client, path);
             let (exclusion, cancelled) = (exclusion.clone(), cancelled.clone());
             let mut state = seed + c as u64;
             tasks.push(tokio::spawn(async move {
@@ -1002,7 +982,7 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
         let client = connect(&server.connect_string()).await;
         let (exclusion, stop) = (exclusion.clone(), stop.clone());
         contenders.push(tokio::spawn(async move {
-            let lock = Lock::new(client, path);
+            let lock = Lock::new(&client, path);
             let mut cycles = 0usize;
             while !stop.load(Ordering::SeqCst) {
                 let guard = within("acquire", CALL, lock.acquire())
@@ -1045,14 +1025,10 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     // Phase 2: the storm while one session holds the lock and another waits.
     let holder_client = connect(&server.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(holder_client.clone(), path).acquire(),
-    )
-    .await
-    .expect("holder acquires");
-    let waiter = spawn_acquire(&Lock::new(waiter_client.clone(), path), CALL);
+    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
+        .await
+        .expect("holder acquires");
+    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     wait_children(
         &observer,
         path,
@@ -1157,8 +1133,8 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
     let holder_client = connect(&server.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
     let path = "/fault/dropped";
-    let lock = Lock::new(holder_client.clone(), path);
-    let waiter_lock = Lock::new(waiter_client.clone(), path);
+    let lock = Lock::new(&holder_client, path);
+    let waiter_lock = Lock::new(&waiter_client, path);
     // 1. Dropped.
     let guard = within("acquire", CALL, lock.acquire())
         .await
@@ -1222,15 +1198,11 @@ async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
     let path = "/fault/expired-waiter";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(holder_client.clone(), path).acquire(),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
+        .await
+        .expect("holder acquires");
     let holder_name = name(holder.node());
-    let waiter = spawn_acquire(&Lock::new(waiter_client.clone(), path), SESSION * 10);
+    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), SESSION * 10);
     let listing = wait_children(
         &holder_client,
         path,

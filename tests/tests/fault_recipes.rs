@@ -152,11 +152,11 @@ impl Claims {
             let own = record
                 .leaderships
                 .get(&id)
-                .is_some_and(Leadership::is_leading);
+                .is_some_and(Leadership::is_leader);
             let others: Vec<usize> = record
                 .leaderships
                 .iter()
-                .filter(|&(&other, l)| other != id && l.is_leading())
+                .filter(|&(&other, l)| other != id && l.is_leader())
                 .map(|(&other, _)| other)
                 .collect();
             if own && !others.is_empty() {
@@ -328,7 +328,7 @@ impl Election<'_> {
                 "\n  candidate {id}: session {:#x} {:?}, leading {}, ended {:?}, attempt {}",
                 c.session.client.session_id(),
                 c.session.client.state(),
-                c.leadership.is_leading(),
+                c.leadership.is_leader(),
                 c.leadership.end_reason(),
                 c.latch.attempt_id()
             ));
@@ -420,7 +420,7 @@ async fn run_election(rounds: usize, next_in_line: bool) {
                 &[],
                 &format!("round {round}: a leader"),
                 |record| match record.claims.iter().collect::<Vec<_>>()[..] {
-                    [&id] if record.leaderships[&id].is_leading() => Some(id),
+                    [&id] if record.leaderships[&id].is_leader() => Some(id),
                     _ => None,
                 },
             )
@@ -570,7 +570,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
     let server = server(RECIPE_TICK).await;
     let path = "/fault/queue";
     let direct = connect(&server.connect_string(), RECIPE_SESSION).await;
-    let producer = Queue::new(direct.clone(), path);
+    let producer = Queue::new(&direct, path);
     let all: BTreeSet<String> = (0..QUEUE_ITEMS).map(|i| format!("item-{i:04}")).collect();
     let puts: Vec<_> = all.iter().map(|item| producer.put(item.clone())).collect();
     for put in futures_util::future::join_all(puts).await {
@@ -586,12 +586,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
     let (head_data, _) = direct.get_data(&head).await.expect("head item");
     let x = proxied(&server, RECIPE_SESSION).await;
     let armed = x.proxy.cut_after_request(OpCode::DELETE);
-    let taken = within(
-        "X's take",
-        WITHIN,
-        Queue::new(x.client.clone(), path).try_take(),
-    )
-    .await;
+    let taken = within("X's take", WITHIN, Queue::new(&x.client, path).try_take()).await;
     assert_eq!(
         taken,
         Err(Error::ConnectionLoss),
@@ -610,7 +605,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
     let y = proxied(&server, RECIPE_SESSION).await;
     let (first_claimed, first_claimed_rx) = tokio::sync::oneshot::channel();
     let crasher = tokio::spawn(async move {
-        let queue = Queue::new(y.client.clone(), path);
+        let queue = Queue::new(&y.client, path);
         let mut claimed = Vec::new();
         let mut first_claimed = Some(first_claimed);
         while claimed.len() < CRASHER_CLAIMS {
@@ -638,7 +633,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
     let live: Vec<JoinHandle<Vec<String>>> = live_clients
         .iter()
         .map(|client| {
-            let queue = Queue::new(client.clone(), path);
+            let queue = Queue::new(&client, path);
             tokio::spawn(async move {
                 let mut taken = Vec::new();
                 // No producer is left: an empty queue stays empty.
@@ -740,14 +735,14 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
     let path = "/fault/dbarrier";
     let direct = connect(&server.connect_string(), RECIPE_SESSION).await;
     let x = proxied(&server, CRASHED_SESSION).await;
-    let crashed = DoubleBarrier::new(x.client.clone(), path, BARRIER_COUNT);
+    let crashed = DoubleBarrier::new(&x.client, path, BARRIER_COUNT);
     let mut live_clients = Vec::new();
     for _ in 1..BARRIER_COUNT {
         live_clients.push(connect(&server.connect_string(), RECIPE_SESSION).await);
     }
     let live: Vec<DoubleBarrier> = live_clients
         .iter()
-        .map(|c| DoubleBarrier::new(c.clone(), path, BARRIER_COUNT))
+        .map(|c| DoubleBarrier::new(&c, path, BARRIER_COUNT))
         .collect();
 
     // Everyone enters.
@@ -831,7 +826,7 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
     let count = 3;
     let direct = connect(&server.connect_string(), RECIPE_SESSION).await;
     let x = proxied(&server, Duration::from_secs(1)).await;
-    let crashed = DoubleBarrier::new(x.client.clone(), path, count);
+    let crashed = DoubleBarrier::new(&x.client, path, count);
     let crashed_node = crashed.node_path();
     let waiting = tokio::spawn(async move { crashed.enter(None).await });
     wait_exists(&direct, &crashed_node, true, WITHIN).await;
@@ -854,7 +849,7 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
     }
     let live: Vec<DoubleBarrier> = live_clients
         .iter()
-        .map(|c| DoubleBarrier::new(c.clone(), path, count))
+        .map(|c| DoubleBarrier::new(&c, path, count))
         .collect();
     let entering: Vec<_> = live
         .iter()
@@ -914,13 +909,13 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
     let cut = proxied(&server, Duration::from_secs(8)).await;
     let client = cut.client.clone();
 
-    let barrier = Barrier::new(client.clone(), "/deadline/barrier");
+    let barrier = Barrier::new(&client, "/deadline/barrier");
     assert_eq!(barrier.set().await, Ok(true));
-    let entering = DoubleBarrier::new(client.clone(), "/deadline/dbarrier", 2);
-    let leaving = DoubleBarrier::new(client.clone(), "/deadline/dbarrier-leave", 2);
-    let gate = StartGate::new(client.clone(), "/deadline/gate", 2);
-    let queue = Queue::new(client.clone(), "/deadline/queue");
-    let bounded_queue = BoundedQueue::new(client.clone(), "/deadline/bounded", 1);
+    let entering = DoubleBarrier::new(&client, "/deadline/dbarrier", 2);
+    let leaving = DoubleBarrier::new(&client, "/deadline/dbarrier-leave", 2);
+    let gate = StartGate::new(&client, "/deadline/gate", 2);
+    let queue = Queue::new(&client, "/deadline/queue");
+    let bounded_queue = BoundedQueue::new(&client, "/deadline/bounded", 1);
     assert!(
         bounded_queue
             .put(&b"first"[..], Some(WITHIN))

@@ -104,7 +104,7 @@ async fn contender(
                 Err(_) => continue,
             },
         };
-        let lock = Lock::new(c.clone(), &path);
+        let lock = Lock::new(&c, &path);
         let guard = match lock.acquire_timeout(Duration::from_secs(20)).await {
             Ok(guard) => guard,
             Err(e) => {

@@ -383,7 +383,7 @@ async fn lock_uncontended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     // A persistent parent, so that the server's container reaper never removes it mid-run.
     let path = format!("{}/lock-uncontended", ctx.base);
     ensure_node(&client, &path, b"").await?;
-    let lock = Lock::new(client.clone(), &path);
+    let lock = Lock::new(&client, &path);
     let progress = Progress::new(ctx, "lock_uncontended", c.lock_warmup + c.lock_cycles);
     let mut acquires = Vec::with_capacity(c.lock_cycles);
     let mut releases = Vec::with_capacity(c.lock_cycles);
@@ -444,11 +444,7 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     ensure_node(&clients[0], &path, b"").await?;
     // Warm-up: one cycle per session, one after the other.
     for client in &clients {
-        Lock::new(client.clone(), &path)
-            .acquire()
-            .await?
-            .release()
-            .await?;
+        Lock::new(&client, &path).acquire().await?.release().await?;
     }
     let total = c.contended_sessions * c.contended_cycles;
     let progress = Arc::new(Progress::new(ctx, "lock_contended", total));
@@ -456,7 +452,7 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let section = Section::start(ctx);
     let mut tasks = Vec::with_capacity(clients.len());
     for client in &clients {
-        let lock = Lock::new(client.clone(), &path);
+        let lock = Lock::new(&client, &path);
         let shared = Arc::clone(&shared);
         let progress = Arc::clone(&progress);
         let cycles = c.contended_cycles;
@@ -539,7 +535,7 @@ async fn election_failover(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
             let mut leadership = latch.leadership();
             let tx = tx.clone();
             watchers.push(tokio::spawn(async move {
-                if leadership.wait_leading().await.is_ok() {
+                if leadership.wait_leader().await.is_ok() {
                     let _ = tx.send(Instant::now());
                 }
             }));

@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for worker in 0..WORKERS {
         let client = Client::connect(&connect).await?;
         workers.push(tokio::spawn(async move {
-            let barrier = DoubleBarrier::new(client, "/example-barrier", WORKERS);
+            let barrier = DoubleBarrier::new(&client, "/example-barrier", WORKERS);
             let limit = Some(Duration::from_secs(30));
             assert!(barrier.enter(limit).await?, "everyone entered in time");
             println!("worker {worker} entered: all {WORKERS} are in");

@@ -17,7 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "127.0.0.1:2181".into());
     let path = "/example-election";
     let first = LeaderLatch::start(&Client::connect(&connect).await?, path, "first");
-    first.await_leadership().await?;
+    first.wait_leader().await?;
     // Joins after `first` leads: it waits in line.
     let second = LeaderLatch::start(&Client::connect(&connect).await?, path, "second");
 

@@ -73,9 +73,9 @@ pub struct Barrier {
 
 impl Barrier {
     /// A barrier on the node `path` (nothing is sent).
-    pub fn new(client: Client, path: impl Into<String>) -> Self {
+    pub fn new(client: &Client, path: impl Into<String>) -> Self {
         Self {
-            client,
+            client: client.clone(),
             path: path.into(),
         }
     }
@@ -225,9 +225,9 @@ pub struct DoubleBarrier {
 impl DoubleBarrier {
     /// A participant of the double barrier at `path` for `count` participants (nothing is
     /// sent; the node name is a fresh UUID).
-    pub fn new(client: Client, path: impl Into<String>, count: usize) -> Self {
+    pub fn new(client: &Client, path: impl Into<String>, count: usize) -> Self {
         Self {
-            client,
+            client: client.clone(),
             path: path.into(),
             count,
             name: crate::sequential::attempt_id(),
@@ -454,9 +454,9 @@ pub struct Started {
 
 impl StartGate {
     /// A participant of the gate at `path` for `count` participants (nothing is sent).
-    pub fn new(client: Client, path: impl Into<String>, count: usize) -> Self {
+    pub fn new(client: &Client, path: impl Into<String>, count: usize) -> Self {
         Self {
-            client,
+            client: client.clone(),
             path: path.into(),
             count,
             name: format!("{MEMBER_PREFIX}{}", crate::sequential::attempt_id()),

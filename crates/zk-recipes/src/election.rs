@@ -31,7 +31,7 @@ use zk_proto::{Client, CreateOptions, Error, Result, SessionState};
 
 pub use latch::{LATCH_NAME, LeaderLatch, current_leader};
 pub use master::{DEFAULT_HEAD_START, MasterElection, MasterElectionBuilder, current_master};
-pub use once::{OneShotOutcome, elect_once, wait_until_gone};
+pub use once::{OneShotOutcome, elect_once, resign, wait_until_gone};
 pub use run::{RunOnceOutcome, RunOutcome, run_once, run_while_leading};
 
 /// A view of one candidate's leadership: whether it leads now, and its changes.
@@ -47,7 +47,7 @@ pub struct Leadership {
 
 impl Leadership {
     /// Whether the candidate leads now.
-    pub fn is_leading(&self) -> bool {
+    pub fn is_leader(&self) -> bool {
         *self.rx.borrow()
     }
 
@@ -77,7 +77,7 @@ impl Leadership {
     ///
     /// Leadership is never reported while the client is not `Connected`; this keeps waiting
     /// through a disconnection, and fails when the session ends.
-    pub async fn wait_leading(&mut self) -> Result<()> {
+    pub async fn wait_leader(&mut self) -> Result<()> {
         let leading = self.rx.wait_for(|leading| *leading).await.is_ok();
         if leading {
             Ok(())
@@ -412,9 +412,9 @@ mod tests {
     fn an_ended_leadership_tells_why() {
         let (reporter, leadership) = Reporter::new();
         reporter.set(true);
-        assert!(leadership.is_leading());
+        assert!(leadership.is_leader());
         reporter.end(Error::SessionExpired);
-        assert!(!leadership.is_leading());
+        assert!(!leadership.is_leader());
         assert_eq!(leadership.end_reason(), Some(Error::SessionExpired));
     }
 }

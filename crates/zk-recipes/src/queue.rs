@@ -58,9 +58,9 @@ pub struct Queue {
 impl Queue {
     /// The queue at `path` (nothing is sent; the node is created by the first
     /// [`put`](Self::put)).
-    pub fn new(client: Client, path: impl Into<String>) -> Self {
+    pub fn new(client: &Client, path: impl Into<String>) -> Self {
         Self {
-            client,
+            client: client.clone(),
             path: path.into(),
         }
     }
@@ -269,7 +269,7 @@ pub struct BoundedQueue {
 
 impl BoundedQueue {
     /// The queue at `path` holding at most `capacity` items (nothing is sent).
-    pub fn new(client: Client, path: impl Into<String>, capacity: usize) -> Self {
+    pub fn new(client: &Client, path: impl Into<String>, capacity: usize) -> Self {
         Self {
             queue: Queue::new(client, path),
             capacity,

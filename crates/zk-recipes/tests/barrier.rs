@@ -32,7 +32,7 @@ async fn barriers_and_start_gate_with_concurrent_sessions() {
 }
 
 async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
-    let control = Barrier::new(clients[0].clone(), "/barriers/simple/gate");
+    let control = Barrier::new(&clients[0], "/barriers/simple/gate");
     assert!(control.set().await.expect("set"), "created with its parent");
     assert!(!control.set().await.expect("set again"), "already set");
     // A closed barrier blocks until the timeout.
@@ -46,7 +46,7 @@ async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
     let removed = Arc::new(AtomicBool::new(false));
     let mut waiters = Vec::new();
     for client in &clients[1..] {
-        let barrier = Barrier::new(client.clone(), control.path());
+        let barrier = Barrier::new(&client, control.path());
         let removed = removed.clone();
         waiters.push(tokio::spawn(async move {
             let open = barrier.wait(Some(WITHIN)).await.expect("wait");
@@ -89,7 +89,7 @@ async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto:
     let spawn = |client: zk_proto::Client| {
         let (entering, entered, leaving) = (entering.clone(), entered.clone(), leaving.clone());
         tokio::spawn(async move {
-            let barrier = DoubleBarrier::new(client, path, n);
+            let barrier = DoubleBarrier::new(&client, path, n);
             entering.fetch_add(1, Ordering::SeqCst);
             assert!(barrier.enter(Some(WITHIN)).await.expect("enter"));
             assert_eq!(
@@ -135,7 +135,7 @@ async fn start_gate_starts_exactly_once(clients: &[zk_proto::Client]) {
     let n = clients.len();
     let spawn = |client: zk_proto::Client| {
         tokio::spawn(async move {
-            let gate = StartGate::new(client, path, n);
+            let gate = StartGate::new(&client, path, n);
             gate.join(Some(WITHIN))
                 .await
                 .expect("join")
@@ -183,7 +183,7 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
         .cloned()
         .map(|client| {
             tokio::spawn(async move {
-                StartGate::new(client, path, n)
+                StartGate::new(&client, path, n)
                     .join(Some(WITHIN))
                     .await
                     .expect("join")
@@ -202,7 +202,7 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
     assert_eq!(creators, 1, "the start node is created exactly once");
 
     // A participant arriving after the start learns it at once.
-    let late = StartGate::new(clients[0].clone(), path, n);
+    let late = StartGate::new(&clients[0], path, n);
     let started = late
         .join(Some(WITHIN))
         .await
@@ -214,7 +214,7 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
 
 async fn start_gate_timeout_withdraws(client: &zk_proto::Client) {
     let path = "/queue-start/alone";
-    let gate = StartGate::new(client.clone(), path, 3);
+    let gate = StartGate::new(&client, path, 3);
     let started = gate
         .join(Some(Duration::from_millis(200)))
         .await
@@ -233,7 +233,7 @@ async fn expired_participant_counts_as_left(connect_string: &str) {
     let clients = sessions(session, connect_string, 3).await;
     let barriers: Vec<_> = clients
         .iter()
-        .map(|client| DoubleBarrier::new(client.clone(), path, 3))
+        .map(|client| DoubleBarrier::new(&client, path, 3))
         .collect();
     let entering: Vec<_> = barriers
         .iter()

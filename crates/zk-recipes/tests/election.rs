@@ -13,7 +13,7 @@ use curator::CuratorPeer;
 use zk_proto::{Client, ClientBuilder, Error, SessionState};
 use zk_recipes::election::{
     LeaderLatch, MasterElection, OneShotOutcome, RunOnceOutcome, RunOutcome, current_leader,
-    current_master, elect_once, run_once, run_while_leading, wait_until_gone,
+    current_master, elect_once, resign, run_once, run_while_leading, wait_until_gone,
 };
 use zk_testkit::client::{
     Proxied, builder, connect_proxied, connect_with, eventually, start_server, wait_for_state,
@@ -53,7 +53,7 @@ fn leaders(latches: &[LeaderLatch]) -> Vec<usize> {
 
 fn masters(elections: &[Option<MasterElection>]) -> Vec<usize> {
     (0..elections.len())
-        .filter(|&i| elections[i].as_ref().is_some_and(MasterElection::is_master))
+        .filter(|&i| elections[i].as_ref().is_some_and(MasterElection::is_leader))
         .collect()
 }
 
@@ -61,12 +61,12 @@ fn masters(elections: &[Option<MasterElection>]) -> Vec<usize> {
 /// alive on the server (client `Disconnected`), with no one else leading meanwhile.
 async fn cut_and_expect_prompt_loss(
     candidate: &Proxied,
-    is_leading: impl Fn() -> bool,
+    is_leader: impl Fn() -> bool,
     others_leading: impl Fn() -> usize,
 ) {
     candidate.proxy.isolate();
     eventually("loss reported on connection loss", LOSS_WITHIN, || async {
-        !is_leading()
+        !is_leader()
     })
     .await;
     assert_eq!(
@@ -102,7 +102,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     let (node, id) = current_leader(&observer, path).await.unwrap().unwrap();
     assert_eq!(&id[..], format!("c{first}").as_bytes());
     assert!(node.starts_with(&format!("_c_{}-latch-", latches[first].attempt_id())));
-    latches[first].await_leadership().await.unwrap();
+    latches[first].wait_leader().await.unwrap();
 
     // A follower's node deleted by someone else: it takes a new place.
     let follower = (first + 1) % N;
@@ -146,7 +146,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
         now.len() == 1 && now[0] != first
     })
     .await;
-    assert_eq!(latches[first].await_leadership().await, Err(Error::Closed));
+    assert_eq!(latches[first].wait_leader().await, Err(Error::Closed));
     let second = leaders(&latches)[0];
 
     // The leader is cut off: it reports the loss at once, its task is cancelled, and a new
@@ -180,7 +180,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     let third = leaders(&latches)[0];
     wait_for_state(&all[second].client, SessionState::Expired, WITHIN).await;
     assert_eq!(
-        latches[second].await_leadership().await,
+        latches[second].wait_leader().await,
         Err(Error::SessionExpired)
     );
 
@@ -238,7 +238,7 @@ async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
     // comes back with a new session and takes the node again thanks to its head start.
     cut_and_expect_prompt_loss(
         &all[second],
-        || elections[second].as_ref().unwrap().is_master(),
+        || elections[second].as_ref().unwrap().is_leader(),
         || masters(&elections).len(),
     )
     .await;
@@ -289,15 +289,21 @@ async fn one_shot_round(
     for round in rounds {
         match round.await.expect("candidate task") {
             (i, Ok(OneShotOutcome::Won { node })) => winners.push((i, node)),
-            (_, Ok(OneShotOutcome::Lost { leader })) => leaders.push(leader),
+            (_, Ok(OneShotOutcome::Lost { leader, leader_id })) => {
+                leaders.push((leader, leader_id));
+            }
             (i, outcome) => panic!("candidate {i}: {outcome:?}"),
         }
     }
     assert_eq!(winners.len(), 1, "exactly one winner: {winners:?}");
     let (winner, node) = winners.pop().expect("one winner");
+    // Every loser names the winner's node and its id (the winner holds its node here).
+    let winner_id = format!("o{winner}");
     assert!(
-        leaders.iter().all(|leader| *leader == node),
-        "{leaders:?} {node}"
+        leaders
+            .iter()
+            .all(|(leader, id)| { *leader == node && id.as_deref() == Some(winner_id.as_bytes()) }),
+        "{leaders:?} {node} {winner_id}"
     );
     let left = children(observer, path).await;
     assert_eq!(left.len(), 1, "the losers removed their nodes: {left:?}");
@@ -336,6 +342,20 @@ async fn one_shot_elects_one_and_run_once_runs_once() {
     alive.retain(|(i, _)| *i != winner);
     all[winner].proxy.isolate();
     wait_until_gone(&observer, &node).await.unwrap();
+    let (winner, node) = one_shot_round(&observer, &alive, path).await;
+
+    // Round 4: the winner resigns while its session lives on; the next round elects again.
+    let resigner = alive
+        .iter()
+        .find(|(i, _)| *i == winner)
+        .map(|(_, client)| client.clone())
+        .expect("the winner is a live candidate");
+    resign(&resigner, &node).await.expect("resign");
+    assert!(
+        children(&observer, path).await.is_empty(),
+        "the win is over"
+    );
+    assert_eq!(resigner.state(), SessionState::Connected);
     one_shot_round(&observer, &alive, path).await;
 
     // Run once under a lock: one candidate runs, the others find it recorded.
@@ -429,7 +449,7 @@ async fn curator_and_rust_latches_share_one_election() {
     // 2. The Curator leader closes: the Rust candidate, next in line, leads (not the second
     // Curator candidate).
     java.call("j1 close").await;
-    tokio::time::timeout(WITHIN, rust.await_leadership())
+    tokio::time::timeout(WITHIN, rust.wait_leader())
         .await
         .expect("the Rust candidate leads after Curator's leader closed")
         .expect("leadership");
@@ -459,7 +479,7 @@ async fn curator_and_rust_latches_share_one_election() {
         "the Rust candidate leads beside Curator's"
     );
     java.call("j2 close").await;
-    tokio::time::timeout(WITHIN, rust.await_leadership())
+    tokio::time::timeout(WITHIN, rust.wait_leader())
         .await
         .expect("the Rust candidate leads after Curator's leader closed")
         .expect("leadership");

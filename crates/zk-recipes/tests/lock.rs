@@ -31,7 +31,7 @@ async fn mutual_exclusion_fifo_and_fencing_under_contention() {
         let client = connect(&connect_string).await;
         let (inside, violations, grants) = (inside.clone(), violations.clone(), grants.clone());
         tasks.push(tokio::spawn(async move {
-            let lock = Lock::new(client.clone(), "/stress/lock");
+            let lock = Lock::new(&client, "/stress/lock");
             for _ in 0..ROUNDS {
                 let guard = lock.acquire().await.expect("acquire");
                 if inside.swap(true, Ordering::SeqCst) {
@@ -84,14 +84,14 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let holder_client = connect(&proxy.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
-    let holder = Lock::new(holder_client.clone(), "/expiry/lock")
+    let holder = Lock::new(&holder_client, "/expiry/lock")
         .acquire()
         .await
         .expect("holder acquires");
     assert_eq!(holder.validity(), Validity::Held);
     let holder_node = holder.node().to_owned();
     let waiter = {
-        let lock = Lock::new(waiter_client.clone(), "/expiry/lock");
+        let lock = Lock::new(&waiter_client, "/expiry/lock");
         tokio::spawn(async move { lock.acquire().await })
     };
     // The waiter's node is queued behind the holder's: it must wait.
@@ -145,11 +145,11 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
     let holder_client = connect(&server.connect_string()).await;
     let other = connect(&server.connect_string()).await;
     let path = "/cancel/lock";
-    let holder = Lock::new(holder_client.clone(), path)
+    let holder = Lock::new(&holder_client, path)
         .acquire()
         .await
         .expect("acquire");
-    let lock = Lock::new(other.clone(), path);
+    let lock = Lock::new(&other, path);
 
     // Timed out: the node is deleted before the error is returned.
     let started = Instant::now();
@@ -216,18 +216,13 @@ async fn a_lost_create_reply_leaves_no_orphan() {
     let observer = connect(&server.connect_string()).await;
     let path = "/lost-reply/lock";
     // Make sure the parent exists, so the first request of an acquire is the create.
-    drop(
-        Lock::new(observer.clone(), path)
-            .acquire()
-            .await
-            .expect("warm up"),
-    );
+    drop(Lock::new(&observer, path).acquire().await.expect("warm up"));
     assert!(
         poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
             .await
             .is_empty()
     );
-    let lock = Lock::new(client.clone(), path);
+    let lock = Lock::new(&client, path);
     for delay_us in [0u64, 200, 500, 1_000, 2_000, 5_000] {
         let task = tokio::spawn({
             let lock = lock.clone();
@@ -264,7 +259,7 @@ async fn missing_parents_are_created_as_containers() {
     let _serial = serial().await;
     let server = start_server().await;
     let client = connect(&server.connect_string()).await;
-    let guard = Lock::new(client.clone(), "/a/b/c/lock")
+    let guard = Lock::new(&client, "/a/b/c/lock")
         .acquire()
         .await
         .expect("acquire");
@@ -297,7 +292,7 @@ async fn read_write_lock_excludes_writers() {
             violations.clone(),
         );
         tasks.push(tokio::spawn(async move {
-            let rw = ReadWriteLock::new(client, "/rw/lock");
+            let rw = ReadWriteLock::new(&client, "/rw/lock");
             for _ in 0..20 {
                 if i % 3 == 0 {
                     let guard = rw.write_lock().acquire().await.expect("write");
@@ -344,7 +339,7 @@ async fn semaphore_bounds_the_holders() {
         let client = connect(&server.connect_string()).await;
         let (holders, max_holders) = (holders.clone(), max_holders.clone());
         tasks.push(tokio::spawn(async move {
-            let semaphore = Semaphore::new(client, "/sem", 3);
+            let semaphore = Semaphore::new(&client, "/sem", 3);
             for _ in 0..15 {
                 let lease = semaphore.acquire().await.expect("lease");
                 let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
@@ -438,7 +433,7 @@ async fn curator_and_rust_contenders_share_one_lock() {
     for _ in 0..RUST_SESSIONS {
         let client = connect(&server.connect_string()).await;
         tasks.push(tokio::spawn(async move {
-            let lock = Lock::new(client.clone(), path);
+            let lock = Lock::new(&client, path);
             let (mut violations, mut seen) = (0, Vec::new());
             for _ in 0..RUST_ROUNDS {
                 let guard = lock.acquire().await.expect("acquire");
@@ -513,7 +508,7 @@ async fn curator_and_rust_mutex_holders_exclude_each_other() {
     let mut java = CuratorPeer::start(&server.connect_string()).await;
     let client = connect(&server.connect_string()).await;
     let path = "/interop-mutex/lock";
-    let lock = Lock::new(client.clone(), path);
+    let lock = Lock::new(&client, path);
 
     // Rust holds: Curator waits, and gets it after the release.
     let guard = lock.acquire().await.expect("rust acquires");
@@ -558,10 +553,7 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     let r1 = connect(&server.connect_string()).await;
     let r2 = connect(&server.connect_string()).await;
     let path = "/interop-rw/lock";
-    let (rw1, rw2) = (
-        ReadWriteLock::new(r1.clone(), path),
-        ReadWriteLock::new(r2, path),
-    );
+    let (rw1, rw2) = (ReadWriteLock::new(&r1, path), ReadWriteLock::new(&r2, path));
     let refused = |result: Result<zk_recipes::lock::LockGuard, LockError>, what: &str| {
         assert!(
             matches!(result, Err(LockError::Timeout)),
@@ -681,7 +673,7 @@ async fn curator_and_rust_read_write_locks_under_mixed_contention() {
         let client = connect(&server.connect_string()).await;
         tokio::spawn(async move {
             wait_for_java_sections(&client, base).await;
-            let rw = ReadWriteLock::new(client.clone(), path);
+            let rw = ReadWriteLock::new(&client, path);
             let (mut violations, mut seen) = (0, Vec::new());
             for _ in 0..RUST_WRITES {
                 let guard = rw.write_lock().acquire().await.expect("write");
@@ -697,7 +689,7 @@ async fn curator_and_rust_read_write_locks_under_mixed_contention() {
         let client = connect(&server.connect_string()).await;
         tokio::spawn(async move {
             wait_for_java_sections(&client, base).await;
-            let rw = ReadWriteLock::new(client.clone(), path);
+            let rw = ReadWriteLock::new(&client, path);
             let mut violations = 0;
             for i in 0..RUST_READS {
                 let guard = rw.read_lock().acquire().await.expect("read");
@@ -862,9 +854,9 @@ async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone(
         proxy.forwarded(OpCode::GET_CHILDREN) + proxy.forwarded(OpCode::GET_CHILDREN2)
     };
 
-    let a_guard = Lock::new(a.clone(), path).acquire().await.expect("a");
+    let a_guard = Lock::new(&a, path).acquire().await.expect("a");
     let b_wait = tokio::spawn({
-        let lock = Lock::new(b.clone(), path);
+        let lock = Lock::new(&b, path);
         async move { lock.acquire().await }
     });
     assert_eq!(
@@ -874,7 +866,7 @@ async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone(
         2
     );
     let c_wait = tokio::spawn({
-        let lock = Lock::new(c.clone(), path);
+        let lock = Lock::new(&c, path);
         async move { lock.acquire().await }
     });
     // C listed (A and B before it) and watches B and A.

@@ -54,7 +54,10 @@ impl Session {
     /// Answers every caller of `close`, the one that began the closing (`first`) and any
     /// later ones: the session is over, and its final state was published before.
     fn answer_closers(&mut self, first: Option<RequestId>) {
-        for id in first.into_iter().chain(std::mem::take(&mut self.later_closers)) {
+        for id in first
+            .into_iter()
+            .chain(std::mem::take(&mut self.later_closers))
+        {
             self.reply(id, Ok(Response::Empty), false);
         }
     }

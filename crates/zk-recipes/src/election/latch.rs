@@ -57,7 +57,7 @@ impl LeaderLatch {
 
     /// Whether this candidate leads now.
     pub fn is_leader(&self) -> bool {
-        self.leadership.is_leading()
+        self.leadership.is_leader()
     }
 
     /// The leadership of this candidate: its current value and a stream of its changes.
@@ -84,8 +84,8 @@ impl LeaderLatch {
     /// # Session loss
     ///
     /// Keeps waiting while disconnected; fails when the session ends.
-    pub async fn await_leadership(&self) -> Result<()> {
-        self.leadership.clone().wait_leading().await
+    pub async fn wait_leader(&self) -> Result<()> {
+        self.leadership.clone().wait_leader().await
     }
 
     /// Leaves the election: leadership is reported lost at once, then the candidate's node

@@ -82,8 +82,8 @@ impl MasterElection {
     }
 
     /// Whether this candidate is the master now.
-    pub fn is_master(&self) -> bool {
-        self.leadership.is_leading()
+    pub fn is_leader(&self) -> bool {
+        self.leadership.is_leader()
     }
 
     /// This candidate's mastership: its current value and a stream of its changes.
@@ -105,8 +105,8 @@ impl MasterElection {
     /// # Session loss
     ///
     /// Keeps waiting while disconnected; fails when the session ends.
-    pub async fn await_leadership(&self) -> Result<()> {
-        self.leadership.clone().wait_leading().await
+    pub async fn wait_leader(&self) -> Result<()> {
+        self.leadership.clone().wait_leader().await
     }
 
     /// Leaves the election: mastership is reported lost at once, then the master node is

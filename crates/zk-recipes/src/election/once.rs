@@ -15,7 +15,7 @@ const ONCE_NAME: &str = "once-";
 #[non_exhaustive]
 pub enum OneShotOutcome {
     /// This candidate leads, as long as its node (an ephemeral node of its session) exists:
-    /// until the session ends or the node is deleted (which is how to resign).
+    /// until the session ends or the node is deleted ([`resign`]).
     Won {
         /// The winning node (full path).
         node: String,
@@ -24,6 +24,9 @@ pub enum OneShotOutcome {
     Lost {
         /// The leader's node (full path); [`wait_until_gone`] waits for its end.
         leader: String,
+        /// The leader's id (the data it gave [`elect_once`]); `None` when its node was gone
+        /// by the time it was read (the leader has already resigned or ended).
+        leader_id: Option<Bytes>,
     },
 }
 
@@ -83,7 +86,10 @@ async fn run(client: &Client, path: &str, id: Bytes) -> Result<OneShotOutcome> {
             let leader = first.map(|first| child_path(path, first));
             delete_retrying(client, &own).await?;
             match leader {
-                Some(leader) => Ok(OneShotOutcome::Lost { leader }),
+                Some(leader) => {
+                    let leader_id = read_id(client, &leader).await?;
+                    Ok(OneShotOutcome::Lost { leader, leader_id })
+                }
                 // Our own node was missing from the list: it was deleted by someone else.
                 None => Err(Error::NoNode),
             }
@@ -123,6 +129,42 @@ async fn list(client: &Client, path: &str) -> Result<Vec<String>> {
             Err(error) => return Err(error),
         }
     }
+}
+
+/// The data of a candidate's node (its id), retrying a lost connection; `None` if it is gone.
+async fn read_id(client: &Client, node: &str) -> Result<Option<Bytes>> {
+    loop {
+        match client.get_data(node).await {
+            Ok((data, _)) => return Ok(Some(data)),
+            Err(Error::NoNode) => return Ok(None),
+            Err(error) if error.is_retryable() => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Ends a one-shot win: deletes the winner's node (the `node` of [`OneShotOutcome::Won`]), so
+/// that the next [`elect_once`] elects another candidate, and whoever waits in
+/// [`wait_until_gone`] is told. A node already gone is fine.
+///
+/// Round trips: 1.
+///
+/// # Errors
+///
+/// The server's errors ([`Error::NoAuth`] …) and the session's end. A lost connection is
+/// retried (the delete is idempotent here).
+///
+/// # Cancellation safety
+///
+/// Dropping the future may leave the node in place; call `resign` again. The node goes with
+/// the session in any case.
+///
+/// # Session loss
+///
+/// After the session ended the node is gone already; `resign` then fails with the session's
+/// error, which the caller may ignore.
+pub async fn resign(client: &Client, node: &str) -> Result<()> {
+    delete_retrying(client, node).await
 }
 
 async fn delete_retrying(client: &Client, node: &str) -> Result<()> {

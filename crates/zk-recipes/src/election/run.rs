@@ -26,7 +26,7 @@ pub enum RunOutcome<T> {
 /// # Errors
 ///
 /// The reason the election ended before the candidate led (see
-/// [`Leadership::wait_leading`]).
+/// [`Leadership::wait_leader`]).
 ///
 /// # Cancellation safety
 ///
@@ -41,7 +41,7 @@ pub async fn run_while_leading<F: Future>(
     task: F,
 ) -> Result<RunOutcome<F::Output>> {
     let mut leadership = leadership.clone();
-    leadership.wait_leading().await?;
+    leadership.wait_leader().await?;
     tokio::select! {
         biased;
         _ = leadership.wait_lost() => Ok(RunOutcome::LeadershipLost),
@@ -92,7 +92,7 @@ pub async fn run_once<F: Future>(
     task: F,
 ) -> lock::Result<RunOnceOutcome<F::Output>> {
     let id = id.into();
-    let guard = Lock::new(client.clone(), &child_path(path, "lock"))
+    let guard = Lock::new(&client, &child_path(path, "lock"))
         .acquire()
         .await?;
     let record = child_path(path, "leader");

@@ -87,7 +87,7 @@ pub type Result<T, E = LockError> = std::result::Result<T, E>;
 ///
 /// ```no_run
 /// # async fn example(client: zk_proto::Client) -> zk_recipes::lock::Result<()> {
-/// let lock = zk_recipes::lock::Lock::new(client, "/locks/jobs");
+/// let lock = zk_recipes::lock::Lock::new(&client, "/locks/jobs");
 /// let guard = lock.acquire().await?;
 /// tokio::select! {
 ///     _ = guard.lost() => { /* stop: the lock may be gone */ }
@@ -104,9 +104,9 @@ pub struct Lock {
 
 impl Lock {
     /// A mutex under `path` (the parent of the contenders' nodes).
-    pub fn new(client: Client, path: &str) -> Lock {
+    pub fn new(client: &Client, path: &str) -> Lock {
         Lock {
-            queue: Queue::new(client, path, MUTEX),
+            queue: Queue::new(client.clone(), path, MUTEX),
         }
     }
 
@@ -183,13 +183,13 @@ pub struct ReadWriteLock {
 
 impl ReadWriteLock {
     /// A read-write lock under `path`.
-    pub fn new(client: Client, path: &str) -> ReadWriteLock {
+    pub fn new(client: &Client, path: &str) -> ReadWriteLock {
         ReadWriteLock {
             read: Lock {
                 queue: Queue::new(client.clone(), path, READ),
             },
             write: Lock {
-                queue: Queue::new(client, path, WRITE),
+                queue: Queue::new(client.clone(), path, WRITE),
             },
         }
     }
@@ -222,7 +222,7 @@ pub struct Semaphore {
 
 impl Semaphore {
     /// A semaphore with `permits` leases (at least 1) under `path`.
-    pub fn new(client: Client, path: &str, permits: usize) -> Semaphore {
+    pub fn new(client: &Client, path: &str, permits: usize) -> Semaphore {
         let kind = Kind {
             name: LEASE_NAME,
             rule: Rule::Permits(permits.max(1)),
@@ -231,7 +231,7 @@ impl Semaphore {
         };
         Semaphore {
             lock: Lock {
-                queue: Queue::new(client, path, kind),
+                queue: Queue::new(client.clone(), path, kind),
             },
         }
     }
