@@ -64,6 +64,8 @@ pub(crate) enum Command {
     Close {
         reply: oneshot::Sender<ReplyResult>,
     },
+    /// A persistent watcher was dropped: forget the watches whose consumer is gone.
+    WatcherDropped,
 }
 
 /// What the driver publishes for the handles.
@@ -431,6 +433,20 @@ impl Driver {
             Command::Close { reply } => {
                 let id = self.session.close(now);
                 self.replies.insert(id, reply);
+            }
+            Command::WatcherDropped => {
+                let gone: Vec<RequestId> = self
+                    .watches
+                    .iter()
+                    .filter(
+                        |(_, sink)| matches!(sink, WatchSink::Stream { tx, .. } if tx.is_closed()),
+                    )
+                    .map(|(&id, _)| id)
+                    .collect();
+                for id in gone {
+                    self.watches.remove(&id);
+                    self.session.forget_watch(id);
+                }
             }
         }
     }

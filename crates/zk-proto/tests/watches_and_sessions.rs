@@ -226,3 +226,83 @@ async fn a_session_moves_to_another_server_when_its_server_dies() {
         .expect("writes work on the new server");
     assert_eq!(path, "/after");
 }
+
+#[tokio::test]
+async fn dropping_a_persistent_watcher_removes_its_watch_on_the_server() {
+    let server = support::server().await;
+    let client = connect(&server.connect_string()).await;
+    client
+        .create("/d", "", &CreateOptions::persistent())
+        .await
+        .expect("create");
+    let watch = client
+        .add_watch("/d", AddWatchMode::PERSISTENT)
+        .await
+        .expect("addWatch");
+    client
+        .check_watches("/d", WatcherType::ANY)
+        .await
+        .expect("the server holds the watch");
+    drop(watch);
+    // Calls are ordered as made: the removal queued by the drop is answered before this.
+    client.exists("/").await.expect("exists");
+    assert_eq!(
+        client.check_watches("/d", WatcherType::ANY).await,
+        Err(Error::NoWatcher),
+        "the watch was removed on the server"
+    );
+
+    // Another watcher on the path: removing with ANY would take it too, so the persistent
+    // watch stays on the server and the other watcher keeps working.
+    let persistent = client
+        .add_watch("/d", AddWatchMode::PERSISTENT)
+        .await
+        .expect("addWatch");
+    let (_, _, data_watch) = client.get_data_watch("/d").await.expect("getData");
+    drop(persistent);
+    client.exists("/").await.expect("exists");
+    client
+        .check_watches("/d", WatcherType::DATA)
+        .await
+        .expect("the data watch is still on the server");
+    client.set_data("/d", "1", None).await.expect("set");
+    let event = within("the data event", EVENT_WAIT, data_watch.changed())
+        .await
+        .expect("event");
+    assert_eq!(event.event_type, EventType::NODE_DATA_CHANGED);
+}
+
+#[tokio::test]
+async fn a_persistent_watcher_is_a_stream_that_ends_with_the_session() {
+    use futures_util::StreamExt;
+    let server = support::server().await;
+    let client = connect(&server.connect_string()).await;
+    client
+        .create("/s", "", &CreateOptions::persistent())
+        .await
+        .expect("create");
+    let mut events = client
+        .add_watch("/s", AddWatchMode::PERSISTENT_RECURSIVE)
+        .await
+        .expect("addWatch");
+    client
+        .create("/s/x", "", &CreateOptions::persistent())
+        .await
+        .expect("create x");
+    let event = within("the event", EVENT_WAIT, StreamExt::next(&mut events))
+        .await
+        .expect("an item")
+        .expect("an event");
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (EventType::NODE_CREATED, "/s/x")
+    );
+    client.close().await.expect("close");
+    let last = within("the end", EVENT_WAIT, StreamExt::next(&mut events)).await;
+    assert_eq!(last, Some(Err(Error::Closed)), "the watch is reported lost");
+    assert_eq!(
+        within("the end", EVENT_WAIT, StreamExt::next(&mut events)).await,
+        None,
+        "then the stream ends"
+    );
+}

@@ -616,6 +616,7 @@ impl Client {
         mode: AddWatchMode,
     ) -> impl Future<Output = Result<PersistentWatcher>> + Send + 'static + use<> {
         let capacity = self.shared.watch_capacity;
+        let commands = self.shared.tx.downgrade();
         let (tx, rx) = mpsc::channel(capacity);
         let overflowed = Arc::new(AtomicBool::new(false));
         let sink = WatchSink::Stream {
@@ -635,6 +636,8 @@ impl Client {
                 rx,
                 overflowed,
                 capacity,
+                commands,
+                ended: false,
             })
         }
     }

@@ -583,7 +583,42 @@ impl Session {
 
     /// The caller of a watch is gone: do not deliver or re-register it any more.
     pub fn forget_watch(&mut self, id: RequestId) {
-        self.watches.forget(id);
+        let Some(forgotten) = self.watches.forget(id) else {
+            return;
+        };
+        // A persistent watch fires until removed: remove it on the server too, unless another
+        // watcher of this session is (or is about to be) on the path. On 3.8 only `ANY`
+        // removes a persistent watch, and it removes every watch of the session on the path.
+        if forgotten.kind.is_persistent()
+            && forgotten.path_is_free
+            && !self.watch_requested_on(&forgotten.path)
+            && !self.state.is_terminal()
+            && self.closing.is_none()
+        {
+            let body = jute::RemoveWatchesRequest {
+                path: Some(forgotten.path),
+                watcher_type: jute::WatcherType::ANY,
+            };
+            let id = self.new_id();
+            // In the outbox, after every request made before: a watch asked for earlier
+            // on the path is in `watch_requested_on`'s view, one asked for later comes after.
+            self.outbox.push_back((
+                id,
+                Encoded {
+                    op_code: OpCode::REMOVE_WATCHES,
+                    body: body.to_bytes(),
+                    after: AfterReply::Nothing,
+                },
+            ));
+        }
+    }
+
+    /// Whether a request that arms a watch on `server_path` is queued or in flight.
+    fn watch_requested_on(&self, server_path: &str) -> bool {
+        let on_path =
+            |after: &AfterReply| matches!(after, AfterReply::Watch(p, _) if p == server_path);
+        self.pending.iter().any(|p| on_path(&p.after))
+            || self.outbox.iter().any(|(_, e)| on_path(&e.after))
     }
 
     // ----- outputs -----

@@ -1066,6 +1066,60 @@ fn a_second_close_is_answered_when_the_session_is_closed_not_before() {
     assert_eq!(replies(&h.events()), [(third, Ok(Response::Empty))]);
 }
 
+/// Arms a persistent watch on `path` (addWatch answered OK); returns its id.
+fn persistent_watch(h: &mut Harness, path: &str) -> RequestId {
+    let id = h.submit(Op::AddWatch {
+        path: path.into(),
+        mode: AddWatchMode::PERSISTENT,
+    });
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 1),
+        ErrorResponse { err: ErrorCode::OK },
+    ));
+    let events = h.events();
+    assert!(
+        events.iter().any(
+            |e| matches!(e, SessionEvent::Reply { id: r, watch_armed: true, .. } if *r == id)
+        ),
+        "{sent:?} {events:?}"
+    );
+    id
+}
+
+#[test]
+fn forgetting_the_last_persistent_watcher_on_a_path_removes_it_on_the_server() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let first = persistent_watch(&mut h, "/p");
+    h.session.forget_watch(first);
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1, "one removeWatches");
+    assert_eq!(sent[0].0.op_code, OpCode::REMOVE_WATCHES);
+    let request: RemoveWatchesRequest = decode_exact(sent[0].1.clone()).expect("decodes");
+    assert_eq!(request.path.as_deref(), Some("/p"));
+    assert_eq!(request.watcher_type, WatcherType::ANY);
+    h.server_says(frame(ok(sent[0].0.xid, 2), ()));
+    assert_eq!(h.session.state(), SessionState::Connected);
+    h.events();
+
+    // With another watch asked for on the path (queued, not answered yet), nothing is removed:
+    // ANY would remove it too.
+    let second = persistent_watch(&mut h, "/p");
+    let _third = h.submit(Op::AddWatch {
+        path: "/p".into(),
+        mode: AddWatchMode::PERSISTENT,
+    });
+    h.session.forget_watch(second);
+    let sent = h.sent();
+    assert_eq!(
+        sent.iter().map(|s| s.0.op_code).collect::<Vec<_>>(),
+        [OpCode::ADD_WATCH],
+        "only the queued addWatch goes out"
+    );
+}
+
 #[test]
 fn auth_is_replayed_on_reconnect_and_a_failure_is_terminal() {
     let mut h = Harness::new(config());

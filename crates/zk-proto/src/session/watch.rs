@@ -29,6 +29,17 @@ impl WatchKind {
     }
 }
 
+/// A watcher the registry forgot ([`WatchRegistry::forget`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Forgotten {
+    /// Its server path (chroot included).
+    pub(crate) path: String,
+    /// Its kind.
+    pub(crate) kind: WatchKind,
+    /// No other watcher of this session is left on the path.
+    pub(crate) path_is_free: bool,
+}
+
 #[derive(Debug, Default)]
 struct PathWatches {
     data: Vec<RequestId>,
@@ -139,26 +150,39 @@ impl WatchRegistry {
         removed
     }
 
-    /// Forgets one watcher whose consumer is gone. It stays armed on the server until it
-    /// fires or the session ends; it is no longer re-registered after a reconnect.
-    pub(crate) fn forget(&mut self, id: RequestId) {
-        let mut emptied = None;
+    /// Forgets one watcher whose consumer is gone: it is no longer delivered to nor
+    /// re-registered after a reconnect (on the server it stays armed until it fires, the
+    /// session ends, or it is removed). Returns its server path and kind, and whether no
+    /// other watcher is left on that path.
+    pub(crate) fn forget(&mut self, id: RequestId) -> Option<Forgotten> {
+        let mut forgotten = None;
         for (path, watches) in &mut self.by_path {
             for kind in ALL_KINDS {
                 let list = watches.list(kind);
                 if let Some(at) = list.iter().position(|&w| w == id) {
                     list.remove(at);
                     self.count -= 1;
-                    if watches.is_empty() {
-                        emptied = Some(path.clone());
-                    }
+                    forgotten = Some(Forgotten {
+                        path: path.clone(),
+                        kind,
+                        path_is_free: watches.is_empty(),
+                    });
                     break;
                 }
             }
+            if forgotten.is_some() {
+                break;
+            }
         }
-        if let Some(path) = emptied {
-            self.by_path.remove(&path);
+        if let Some(Forgotten {
+            path,
+            path_is_free: true,
+            ..
+        }) = &forgotten
+        {
+            self.by_path.remove(path);
         }
+        forgotten
     }
 
     /// Empties the registry, returning every watcher (to report them lost).
