@@ -19,7 +19,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use zk_proto::session::Backoff;
 use zk_proto::{
-    Client, ClientBuilder, ConnectFailure, CreateOptions, Error, MultiOperation, SessionState,
+    Client, ClientBuilder, ConnectFailure, CreateOptions, Error, MultiOperation, Result,
+    SessionState,
 };
 use zk_testkit::ZkServer;
 use zk_testkit::client::{Proxied, connect_proxied, serial, start_server, wait_for_state, within};
@@ -52,6 +53,16 @@ fn hostile_builder(session_timeout: Duration) -> ClientBuilder {
     Client::builder().session_timeout(session_timeout)
 }
 
+/// Connects to `server` with [`hostile_builder`] (bounded): the connect's outcome.
+async fn connect_hostile(server: &HostileServer, session_timeout: Duration) -> Result<Client> {
+    within(
+        "connect",
+        GUARD,
+        hostile_builder(session_timeout).connect(&server.connect_string()),
+    )
+    .await
+}
+
 // ----- the hostile server -----
 
 /// Connects, sends two pipelined getData, lets the server misbehave in place of their
@@ -67,13 +78,9 @@ async fn misbehaves_then_recovers(
     let server = HostileServer::start(misbehaviour)
         .await
         .expect("hostile server");
-    let client = within(
-        "connect",
-        GUARD,
-        hostile_builder(session_timeout).connect(&server.connect_string()),
-    )
-    .await
-    .expect("the first handshake is correct");
+    let client = connect_hostile(&server, session_timeout)
+        .await
+        .expect("the first handshake is correct");
     let session = client.session_id();
     let read_timeout = session_timeout * 2 / 3;
 
@@ -219,12 +226,7 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
     let server = HostileServer::start(Misbehaviour::ZeroTimeout)
         .await
         .expect("hostile server");
-    let connected = within(
-        "connect",
-        GUARD,
-        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
-    )
-    .await;
+    let connected = connect_hostile(&server, HOSTILE_TIMEOUT).await;
     assert_eq!(connected.map(|_| ()), Err(Error::SessionExpired));
     let reaction = within("the client closes", GUARD, server.reaction()).await;
     assert!(reaction.closed_after < PROMPT, "{reaction:?}");
@@ -234,13 +236,9 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
     let server = HostileServer::start_on(Misbehaviour::ZeroTimeout, 2)
         .await
         .expect("hostile server");
-    let client = within(
-        "connect",
-        GUARD,
-        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
-    )
-    .await
-    .expect("the first handshake is correct");
+    let client = connect_hostile(&server, HOSTILE_TIMEOUT)
+        .await
+        .expect("the first handshake is correct");
     let session = client.session_id();
     server.hold_handshakes(true);
     server.cut();
@@ -273,13 +271,9 @@ async fn hostile_connect_response_with_timeout_zero_expires_the_session() {
     assert_eq!(server.connections(), 2, "no reconnect after the expiry");
 
     // The server behaves on the next connection: a new session works.
-    let fresh = within(
-        "connect",
-        GUARD,
-        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
-    )
-    .await
-    .expect("a new session");
+    let fresh = connect_hostile(&server, HOSTILE_TIMEOUT)
+        .await
+        .expect("a new session");
     let (data, _) = within("getData", GUARD, fresh.get_data("/x"))
         .await
         .expect("served");
@@ -880,13 +874,9 @@ async fn an_unanswered_handshake_is_reported_as_a_timeout() {
 async fn a_server_that_breaks_every_connection_sees_a_handful_of_attempts_per_second() {
     let window = Duration::from_secs(3);
     let server = HostileServer::start_storm().await.expect("hostile server");
-    let client = within(
-        "connect",
-        GUARD,
-        hostile_builder(HOSTILE_TIMEOUT).connect(&server.connect_string()),
-    )
-    .await
-    .expect("the first handshake succeeds");
+    let client = connect_hostile(&server, HOSTILE_TIMEOUT)
+        .await
+        .expect("the first handshake succeeds");
     let session = client.session_id();
     let before = server.connections();
     // A window of observation: how many attempts the storm draws.

@@ -30,20 +30,19 @@ pub struct ClientBuilder {
 
 impl Default for ClientBuilder {
     fn default() -> Self {
+        // The session's own defaults, stated once (`SessionConfig::default`).
+        let session = SessionConfig::default();
         Self {
-            session_timeout: Duration::from_secs(30),
-            read_only: false,
-            max_in_flight: 1024,
-            max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
+            session_timeout: session.session_timeout,
+            read_only: session.read_only,
+            max_in_flight: session.max_in_flight,
+            max_frame_len: session.max_frame_len,
             request_timeout: None,
-            shuffle_hosts: true,
-            fail_fast: false,
+            shuffle_hosts: session.shuffle_hosts,
+            fail_fast: session.fail_fast,
             connect_timeout: None,
-            backoff: (
-                crate::session::DEFAULT_MIN_BACKOFF,
-                crate::session::DEFAULT_MAX_BACKOFF,
-            ),
-            close_timeout: Duration::from_secs(2),
+            backoff: session.backoff,
+            close_timeout: session.close_timeout,
             watch_capacity: 1024,
         }
     }
