@@ -38,7 +38,7 @@ impl Session {
                 body: Bytes::new(),
                 after: AfterReply::Nothing,
             };
-            self.outbox.push_back((id, encoded));
+            self.outbox.push_back((Some(id), encoded));
         } else {
             self.finish_close();
         }
@@ -100,7 +100,7 @@ impl Session {
         failed.extend(
             std::mem::take(&mut self.outbox)
                 .into_iter()
-                .map(|(id, _)| id),
+                .filter_map(|(id, _)| id),
         );
         for id in failed {
             if Some(id) != closer {

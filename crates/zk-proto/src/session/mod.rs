@@ -229,7 +229,8 @@ pub struct Session {
     /// The ConnectRequest, pings, auth and SetWatches: sent before `outbox`.
     control: VecDeque<Outgoing>,
     /// Callers' requests in call order, waiting for a connection or for room in flight.
-    outbox: VecDeque<(RequestId, Encoded)>,
+    /// Callers' requests (and the session's own, without an id) in call order.
+    outbox: VecDeque<(Option<RequestId>, Encoded)>,
     /// Sent requests, oldest first: replies must match the head.
     pending: VecDeque<Pending>,
     /// Sent auth packets (xid -4) in order; `Some` when a caller waits.
@@ -433,7 +434,7 @@ impl Session {
             });
         }
         let id = self.new_id();
-        self.outbox.push_back((id, encoded));
+        self.outbox.push_back((Some(id), encoded));
         if let Some(deadline) = deadline {
             self.deadlines.insert((deadline, id));
         }
@@ -599,11 +600,11 @@ impl Session {
                 path: Some(forgotten.path),
                 watcher_type: jute::WatcherType::ANY,
             };
-            let id = self.new_id();
-            // In the outbox, after every request made before: a watch asked for earlier
-            // on the path is in `watch_requested_on`'s view, one asked for later comes after.
+            // In the outbox, after every request made before: a watch asked for earlier on the
+            // path is in `watch_requested_on`'s view, one asked for later comes after. No
+            // caller: its reply resolves nothing.
             self.outbox.push_back((
-                id,
+                None,
                 Encoded {
                     op_code: OpCode::REMOVE_WATCHES,
                     body: body.to_bytes(),
@@ -658,7 +659,7 @@ impl Session {
                 } else if self.pending.len() < self.config.max_in_flight
                     && let Some((id, encoded)) = self.outbox.pop_front()
                 {
-                    self.send_request(now, Some(id), encoded, buf);
+                    self.send_request(now, id, encoded, buf);
                 } else {
                     return false;
                 }
@@ -790,7 +791,11 @@ impl Session {
     }
 
     fn time_out_request(&mut self, id: RequestId) {
-        if let Some(at) = self.outbox.iter().position(|(queued, _)| *queued == id) {
+        if let Some(at) = self
+            .outbox
+            .iter()
+            .position(|(queued, _)| *queued == Some(id))
+        {
             self.outbox.remove(at);
         } else if let Some(pending) = self.pending.iter_mut().find(|p| p.id == Some(id)) {
             // Its reply still comes, in order; it is then read and discarded.

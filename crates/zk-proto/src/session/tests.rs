@@ -1079,9 +1079,9 @@ fn persistent_watch(h: &mut Harness, path: &str) -> RequestId {
     ));
     let events = h.events();
     assert!(
-        events.iter().any(
-            |e| matches!(e, SessionEvent::Reply { id: r, watch_armed: true, .. } if *r == id)
-        ),
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Reply { id: r, watch_armed: true, .. } if *r == id)),
         "{sent:?} {events:?}"
     );
     id
