@@ -32,6 +32,60 @@ use crate::records::{
     SetDataResponse, Stat, WatcherEvent, reencode_named, same_value_named,
 };
 
+/// The checked-in corpus of a fuzz target (`fuzz/corpus/<target>/` under `fuzz_dir`): every
+/// file, sorted by name, with its bytes. The corpus replay tests of this crate and of
+/// `zk-proto` read it this way.
+///
+/// # Panics
+///
+/// When the directory or a file cannot be read (a test setup error).
+pub fn corpus_files(
+    fuzz_dir: &std::path::Path,
+    target: &str,
+) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let dir = fuzz_dir.join("corpus").join(target);
+    let entries =
+        std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("no corpus at {}: {e}", dir.display()));
+    let mut paths: Vec<std::path::PathBuf> = entries
+        .map(|entry| entry.expect("readable corpus directory").path())
+        .filter(|path| path.is_file())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (path, data)
+        })
+        .collect()
+}
+
+/// The fuzz targets declared in `fuzz/Cargo.toml` (its `[[bin]]` names), whichever crate's
+/// checks they run.
+///
+/// # Panics
+///
+/// When `fuzz/Cargo.toml` cannot be read.
+pub fn declared_targets(fuzz_dir: &std::path::Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(fuzz_dir.join("Cargo.toml"))
+        .unwrap_or_else(|e| panic!("{}/Cargo.toml: {e}", fuzz_dir.display()));
+    let mut names = Vec::new();
+    let mut in_bin = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_bin = line == "[[bin]]";
+        } else if in_bin
+            && let Some(name) = line
+                .strip_prefix("name = \"")
+                .and_then(|r| r.strip_suffix('"'))
+        {
+            names.push(name.to_owned());
+        }
+    }
+    names.sort_unstable();
+    names
+}
+
 /// Every fuzz target, by name: each is a function of this module and a file
 /// `fuzz/fuzz_targets/<name>.rs`, and has a corpus in `fuzz/corpus/<name>/`.
 pub const TARGETS: &[&str] = &[

@@ -45,6 +45,7 @@ pub mod codes;
 mod error;
 #[cfg(feature = "frame")]
 pub mod frame;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod message;

@@ -68,7 +68,8 @@ macro_rules! records {
         )*
 
         /// The reference class names (`"data.Stat"`, `"proto.CreateRequest"`, ...) of every
-        /// record declared in this module, in declaration order.
+        /// record declared in this module, in declaration order. (Feature `fuzzing`.)
+        #[cfg(any(test, feature = "fuzzing"))]
         pub const RECORD_NAMES: &[&str] = &[ $( $jute ),* ];
 
         /// Decodes `bytes` as the record whose reference class is `jute_name` (exactly, trailing
@@ -76,6 +77,8 @@ macro_rules! records {
         ///
         /// This is the hook of the conformance tests and fuzz targets: for every canonical
         /// encoding, the output equals the input (see [`same_value_named`] for the others).
+        /// (Feature `fuzzing`.)
+        #[cfg(any(test, feature = "fuzzing"))]
         pub fn reencode_named(jute_name: &str, bytes: Bytes) -> Option<Result<Bytes, DecodeError>> {
             match jute_name {
                 $( $jute => Some(crate::reader::decode_exact::<$name>(bytes).map(|r| r.to_bytes())), )*
@@ -89,6 +92,7 @@ macro_rules! records {
         /// The value oracle of the conformance tests and fuzz targets, for the encodings that
         /// decode to a value whose encoding is other bytes (strings in Java's surrogate form, a
         /// ConnectRequest without its readOnly byte).
+        #[cfg(any(test, feature = "fuzzing"))]
         #[doc(hidden)]
         pub fn same_value_named(
             jute_name: &str,

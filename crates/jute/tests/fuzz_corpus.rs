@@ -13,27 +13,8 @@ fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
 }
 
-/// The corpus files of `target`, sorted, read.
-fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = fuzz_dir().join("corpus").join(target);
-    let entries =
-        fs::read_dir(&dir).unwrap_or_else(|e| panic!("no corpus at {}: {e}", dir.display()));
-    let mut paths: Vec<PathBuf> = entries
-        .map(|entry| entry.expect("readable corpus directory").path())
-        .filter(|path| path.is_file())
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let data = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            (path, data)
-        })
-        .collect()
-}
-
 fn replay(target: &str) {
-    let inputs = corpus(target);
+    let inputs = fuzzing::corpus_files(&fuzz_dir(), target);
     assert!(!inputs.is_empty(), "the corpus of {target} is empty");
     for (path, data) in inputs {
         // The check panics on a bug; name the input that found it.
@@ -79,8 +60,9 @@ fn record_by_name() {
     replay("record_by_name");
 }
 
-/// The targets above, `jute::fuzzing::TARGETS`, the fuzz target files and the corpus
-/// directories are the same set.
+/// The targets above are `jute::fuzzing::TARGETS`; each has a fuzz target file, a `[[bin]]`
+/// in `fuzz/Cargo.toml` and a corpus; and every corpus directory belongs to a declared target
+/// (of this crate or of `zk-proto`, whose corpus its own test replays).
 #[test]
 fn every_target_is_replayed_and_has_a_fuzz_target() {
     let replayed = [
@@ -97,20 +79,21 @@ fn every_target_is_replayed_and_has_a_fuzz_target() {
     expected.sort_unstable();
     assert_eq!(targets, expected);
 
+    let declared = fuzzing::declared_targets(&fuzz_dir());
     for target in TARGETS {
         let file = fuzz_dir().join("fuzz_targets").join(format!("{target}.rs"));
         assert!(file.is_file(), "{} is missing", file.display());
+        assert!(declared.iter().any(|d| d == target), "no [[bin]] {target}");
     }
-    let mut dirs: Vec<String> = fs::read_dir(fuzz_dir().join("corpus"))
-        .expect("fuzz/corpus exists")
-        .map(|entry| {
-            entry
-                .expect("readable")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    dirs.sort_unstable();
-    assert_eq!(dirs, expected, "fuzz/corpus/ holds a directory per target");
+    for entry in fs::read_dir(fuzz_dir().join("corpus")).expect("fuzz/corpus exists") {
+        let dir = entry
+            .expect("readable")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            declared.contains(&dir),
+            "fuzz/corpus/{dir} belongs to no target of fuzz/Cargo.toml"
+        );
+    }
 }
