@@ -955,7 +955,7 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     let storm = |rounds: usize, seed: u64| {
         let mut tasks = Vec::new();
         for (c, client) in cancellers.iter().enumerate() {
-            let lock = Lock::new(&client, path);
+            let lock = Lock::new(client, path);
             let (exclusion, cancelled) = (exclusion.clone(), cancelled.clone());
             let mut state = seed + c as u64;
             tasks.push(tokio::spawn(async move {

@@ -633,7 +633,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
     let live: Vec<JoinHandle<Vec<String>>> = live_clients
         .iter()
         .map(|client| {
-            let queue = Queue::new(&client, path);
+            let queue = Queue::new(client, path);
             tokio::spawn(async move {
                 let mut taken = Vec::new();
                 // No producer is left: an empty queue stays empty.
@@ -742,7 +742,7 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
     }
     let live: Vec<DoubleBarrier> = live_clients
         .iter()
-        .map(|c| DoubleBarrier::new(&c, path, BARRIER_COUNT))
+        .map(|c| DoubleBarrier::new(c, path, BARRIER_COUNT))
         .collect();
 
     // Everyone enters.
@@ -849,7 +849,7 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
     }
     let live: Vec<DoubleBarrier> = live_clients
         .iter()
-        .map(|c| DoubleBarrier::new(&c, path, count))
+        .map(|c| DoubleBarrier::new(c, path, count))
         .collect();
     let entering: Vec<_> = live
         .iter()

@@ -444,7 +444,7 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     ensure_node(&clients[0], &path, b"").await?;
     // Warm-up: one cycle per session, one after the other.
     for client in &clients {
-        Lock::new(&client, &path).acquire().await?.release().await?;
+        Lock::new(client, &path).acquire().await?.release().await?;
     }
     let total = c.contended_sessions * c.contended_cycles;
     let progress = Arc::new(Progress::new(ctx, "lock_contended", total));
@@ -452,7 +452,7 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let section = Section::start(ctx);
     let mut tasks = Vec::with_capacity(clients.len());
     for client in &clients {
-        let lock = Lock::new(&client, &path);
+        let lock = Lock::new(client, &path);
         let shared = Arc::clone(&shared);
         let progress = Arc::clone(&progress);
         let cycles = c.contended_cycles;

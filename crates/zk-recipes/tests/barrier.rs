@@ -46,7 +46,7 @@ async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
     let removed = Arc::new(AtomicBool::new(false));
     let mut waiters = Vec::new();
     for client in &clients[1..] {
-        let barrier = Barrier::new(&client, control.path());
+        let barrier = Barrier::new(client, control.path());
         let removed = removed.clone();
         waiters.push(tokio::spawn(async move {
             let open = barrier.wait(Some(WITHIN)).await.expect("wait");
@@ -214,7 +214,7 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
 
 async fn start_gate_timeout_withdraws(client: &zk_proto::Client) {
     let path = "/queue-start/alone";
-    let gate = StartGate::new(&client, path, 3);
+    let gate = StartGate::new(client, path, 3);
     let started = gate
         .join(Some(Duration::from_millis(200)))
         .await
@@ -233,7 +233,7 @@ async fn expired_participant_counts_as_left(connect_string: &str) {
     let clients = sessions(session, connect_string, 3).await;
     let barriers: Vec<_> = clients
         .iter()
-        .map(|client| DoubleBarrier::new(&client, path, 3))
+        .map(|client| DoubleBarrier::new(client, path, 3))
         .collect();
     let entering: Vec<_> = barriers
         .iter()

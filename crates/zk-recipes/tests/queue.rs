@@ -121,7 +121,7 @@ async fn single_consumer_sees_producer_fifo(
     for task in produce(producers, PATH, PER_PRODUCER).await {
         join("a producer", WITHIN, task).await;
     }
-    let queue = Queue::new(&consumer, PATH);
+    let queue = Queue::new(consumer, PATH);
     let mut order = Vec::new();
     while let Some(item) = queue.try_take().await.expect("try_take") {
         order.push(item);
@@ -147,7 +147,7 @@ async fn single_consumer_sees_producer_fifo(
 
 async fn blocking_take_wakes_on_put(consumer: &zk_proto::Client, producer: &zk_proto::Client) {
     const PATH: &str = "/queues/blocking";
-    let queue = Queue::new(&consumer, PATH);
+    let queue = Queue::new(consumer, PATH);
     // Empty (even missing): a take times out.
     assert_eq!(
         queue
@@ -157,7 +157,7 @@ async fn blocking_take_wakes_on_put(consumer: &zk_proto::Client, producer: &zk_p
         None
     );
     let waiting = tokio::spawn(async move { queue.take(Some(WITHIN)).await.expect("take") });
-    Queue::new(&producer, PATH).put("hello").await.expect("put");
+    Queue::new(producer, PATH).put("hello").await.expect("put");
     let item = join("the blocked take", WITHIN, waiting)
         .await
         .expect("woken by the put");
@@ -169,7 +169,7 @@ async fn bounded_queue_blocks_producer_until_take(
     consumer: &zk_proto::Client,
 ) {
     const PATH: &str = "/queues/bounded";
-    let queue = BoundedQueue::new(&producer, PATH, 3);
+    let queue = BoundedQueue::new(producer, PATH, 3);
     for i in 0..3 {
         let put = queue.put(format!("item-{i}"), Some(WITHIN)).await;
         assert!(put.expect("put").is_some(), "room for item {i}");
@@ -192,7 +192,7 @@ async fn bounded_queue_blocks_producer_until_take(
     .await;
     assert!(!blocked.is_finished(), "blocked while full");
 
-    let consumer_queue = BoundedQueue::new(&consumer, PATH, 3);
+    let consumer_queue = BoundedQueue::new(consumer, PATH, 3);
     let first = consumer_queue.take(Some(WITHIN)).await.expect("take");
     assert_eq!(first.expect("an item").data, "item-0");
     assert!(
@@ -227,7 +227,7 @@ async fn bounded_queue_bound_holds_under_concurrent_producers(
             })
         })
         .collect();
-    let queue = BoundedQueue::new(&consumer, PATH, CAPACITY);
+    let queue = BoundedQueue::new(consumer, PATH, CAPACITY);
     let total = producers.len() * PER_PRODUCER;
     let mut seen = HashSet::new();
     while seen.len() < total {

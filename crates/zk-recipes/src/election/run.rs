@@ -92,7 +92,7 @@ pub async fn run_once<F: Future>(
     task: F,
 ) -> lock::Result<RunOnceOutcome<F::Output>> {
     let id = id.into();
-    let guard = Lock::new(&client, &child_path(path, "lock"))
+    let guard = Lock::new(client, &child_path(path, "lock"))
         .acquire()
         .await?;
     let record = child_path(path, "leader");
