@@ -436,12 +436,12 @@ async fn a_child_list_over_the_frame_limit_is_a_typed_error_without_a_reconnect_
         .await
         .expect("create /big");
     let creates = (0..CHILDREN)
-        .map(|i| MultiOperation::Create {
-            path: format!("/big/{i:05}-{}", "c".repeat(200)),
-            data: Bytes::new(),
-            acl: zk_proto::acl::open_acl_unsafe(),
-            mode: zk_proto::CreateMode::PERSISTENT,
-            ttl: None,
+        .map(|i| {
+            MultiOperation::create(
+                format!("/big/{i:05}-{}", "c".repeat(200)),
+                Bytes::new(),
+                &CreateOptions::new(zk_proto::CreateMode::PERSISTENT),
+            )
         })
         .collect();
     let created = admin.multi(creates).await.expect("multi create");
@@ -530,12 +530,12 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
             client.multi(
                 chunk
                     .iter()
-                    .map(|path| MultiOperation::Create {
-                        path: path.clone(),
-                        data: Bytes::from_static(b"0"),
-                        acl: zk_proto::acl::open_acl_unsafe(),
-                        mode: zk_proto::CreateMode::PERSISTENT,
-                        ttl: None,
+                    .map(|path| {
+                        MultiOperation::create(
+                            path.clone(),
+                            Bytes::from_static(b"0"),
+                            &CreateOptions::new(zk_proto::CreateMode::PERSISTENT),
+                        )
                     })
                     .collect(),
             )
@@ -608,10 +608,8 @@ async fn ten_thousand_watches_over_one_mib_survive_a_server_restart_and_fire_onc
             client.multi(
                 chunk
                     .iter()
-                    .map(|path| MultiOperation::SetData {
-                        path: path.clone(),
-                        data: Bytes::from_static(b"1"),
-                        version: -1,
+                    .map(|path| {
+                        MultiOperation::set_data(path.clone(), Bytes::from_static(b"1"), None)
                     })
                     .collect(),
             )

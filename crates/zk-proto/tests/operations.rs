@@ -174,31 +174,19 @@ async fn check_and_multi_report_per_operation_results() {
         .expect("create");
 
     // 3.8.0 never answers a standalone check that succeeds; ours goes inside a multi.
-    client.check("/m", 0).await.expect("check passes");
-    assert_eq!(client.check("/m", 3).await, Err(Error::BadVersion));
+    client.check("/m", Some(0)).await.expect("check passes");
+    assert_eq!(client.check("/m", Some(3)).await, Err(Error::BadVersion));
 
     let items = client
         .multi(vec![
-            MultiOperation::Check {
-                path: "/m".into(),
-                version: 0,
-            },
-            MultiOperation::Create {
-                path: "/m/x".into(),
-                data: Bytes::from_static(b"x"),
-                acl: open_acl_unsafe(),
-                mode: CreateMode::PERSISTENT,
-                ttl: None,
-            },
-            MultiOperation::SetData {
-                path: "/m".into(),
-                data: Bytes::from_static(b"v"),
-                version: 0,
-            },
-            MultiOperation::Delete {
-                path: "/m/x".into(),
-                version: 0,
-            },
+            MultiOperation::check("/m", Some(0)),
+            MultiOperation::create(
+                "/m/x",
+                Bytes::from_static(b"x"),
+                &CreateOptions::new(CreateMode::PERSISTENT),
+            ),
+            MultiOperation::set_data("/m", Bytes::from_static(b"v"), Some(0)),
+            MultiOperation::delete("/m/x", Some(0)),
         ])
         .await
         .expect("multi");
@@ -209,19 +197,9 @@ async fn check_and_multi_report_per_operation_results() {
 
     let failed = client
         .multi(vec![
-            MultiOperation::SetData {
-                path: "/m".into(),
-                data: Bytes::new(),
-                version: 1,
-            },
-            MultiOperation::Delete {
-                path: "/m/none".into(),
-                version: -1,
-            },
-            MultiOperation::Check {
-                path: "/m".into(),
-                version: 1,
-            },
+            MultiOperation::set_data("/m", Bytes::new(), Some(1)),
+            MultiOperation::delete("/m/none", None),
+            MultiOperation::check("/m", Some(1)),
         ])
         .await
         .expect("a failed transaction is still a reply");
@@ -238,11 +216,9 @@ async fn check_and_multi_report_per_operation_results() {
 
     let reads = client
         .multi_read(vec![
-            MultiOperation::GetData { path: "/m".into() },
-            MultiOperation::GetChildren {
-                path: "/none".into(),
-            },
-            MultiOperation::GetChildren { path: "/m".into() },
+            MultiOperation::get_data("/m"),
+            MultiOperation::get_children("/none"),
+            MultiOperation::get_children("/m"),
         ])
         .await
         .expect("multiRead");
@@ -250,9 +226,7 @@ async fn check_and_multi_report_per_operation_results() {
     assert_eq!(reads[1], Err(Error::NoNode));
     assert_eq!(reads[2], Ok(MultiReadItem::Children(vec![])));
     assert!(matches!(
-        client
-            .multi(vec![MultiOperation::GetData { path: "/m".into() }])
-            .await,
+        client.multi(vec![MultiOperation::get_data("/m")]).await,
         Err(Error::InvalidArgument(_))
     ));
 }

@@ -334,18 +334,12 @@ impl BoundedQueue {
             };
             if children.len() < self.capacity {
                 let ops = vec![
-                    MultiOperation::SetData {
-                        path: path.clone(),
-                        data: Bytes::new(),
-                        version: stat.version,
-                    },
-                    MultiOperation::Create {
-                        path: join_path(path, ITEM_PREFIX),
-                        data: data.clone(),
-                        acl: zk_proto::acl::open_acl_unsafe(),
-                        mode: CreateMode::PERSISTENT_SEQUENTIAL,
-                        ttl: None,
-                    },
+                    MultiOperation::set_data(path.clone(), Bytes::new(), Some(stat.version)),
+                    MultiOperation::create(
+                        join_path(path, ITEM_PREFIX),
+                        data.clone(),
+                        &CreateOptions::new(CreateMode::PERSISTENT_SEQUENTIAL),
+                    ),
                 ];
                 let items = client.multi(ops).await?;
                 match items.iter().find_map(MultiItem::error) {

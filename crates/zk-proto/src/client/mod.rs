@@ -506,8 +506,9 @@ impl Client {
         async move { reply.await.map(drop) }
     }
 
-    /// Checks that the node has `version`. Sent as a one-operation multi, because a 3.8.0
-    /// server never answers a standalone check that succeeds.
+    /// Checks that the node exists, at `version` if given (`None`: any version), as every
+    /// versioned call takes it. Sent as a one-operation multi, because a 3.8.0 server never
+    /// answers a standalone check that succeeds.
     ///
     /// # Errors
     ///
@@ -515,12 +516,9 @@ impl Client {
     pub fn check(
         &self,
         path: &str,
-        version: i32,
+        version: Option<i32>,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
-        let reply = self.multi(vec![MultiOperation::Check {
-            path: path.to_owned(),
-            version,
-        }]);
+        let reply = self.multi(vec![MultiOperation::check(path, version)]);
         async move {
             let items = reply.await?;
             match items.first().and_then(MultiItem::error) {

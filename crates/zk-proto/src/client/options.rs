@@ -6,6 +6,7 @@ use bytes::Bytes;
 use jute::{Acl, CreateMode, Stat};
 
 use crate::error::Error;
+use crate::session::MultiOperation;
 
 /// How to create a node: mode, ACL and (for TTL modes) time to live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,4 +104,22 @@ pub enum MultiReadItem {
     Children(Vec<String>),
     /// getData's result.
     Data(Bytes, Stat),
+}
+
+impl MultiOperation {
+    /// Creates a node as [`Client::create`](crate::Client::create) does with the same
+    /// options (mode, ACL, TTL).
+    pub fn create(
+        path: impl Into<String>,
+        data: impl Into<Bytes>,
+        options: &CreateOptions,
+    ) -> Self {
+        MultiOperation::Create {
+            path: path.into(),
+            data: data.into(),
+            acl: options.acl.clone(),
+            mode: options.mode,
+            ttl: options.ttl_ms(),
+        }
+    }
 }

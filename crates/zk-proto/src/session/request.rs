@@ -11,6 +11,12 @@ use crate::path::{Chroot, validate_path, validate_sequential_prefix};
 pub const MAX_TTL_MS: i64 = (1 << 40) - 1;
 
 /// One operation of a [`Op::Multi`] transaction or [`Op::MultiRead`], with client paths.
+///
+/// Build one with the constructors: [`create`](Self::create) (from
+/// [`CreateOptions`](crate::CreateOptions), as `Client::create` takes them),
+/// [`delete`](Self::delete), [`set_data`](Self::set_data), [`check`](Self::check) (versions
+/// are `Option<i32>` as everywhere in the client: `None` for any version),
+/// [`get_data`](Self::get_data) and [`get_children`](Self::get_children).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MultiOperation {
@@ -28,28 +34,28 @@ pub enum MultiOperation {
         /// Time to live, ms, for the TTL modes.
         ttl: Option<i64>,
     },
-    /// Delete a node at `version` (-1: any).
+    /// Delete a node at `version` (`None`: any).
     Delete {
         /// Path.
         path: String,
-        /// Expected version, -1 for any.
-        version: i32,
+        /// Expected version, `None` for any.
+        version: Option<i32>,
     },
-    /// Set data at `version` (-1: any).
+    /// Set data at `version` (`None`: any).
     SetData {
         /// Path.
         path: String,
         /// New data.
         data: Bytes,
-        /// Expected version, -1 for any.
-        version: i32,
+        /// Expected version, `None` for any.
+        version: Option<i32>,
     },
-    /// Fail the transaction unless the node has `version`.
+    /// Fail the transaction unless the node exists (with `version`, if given).
     Check {
         /// Path.
         path: String,
-        /// Expected version.
-        version: i32,
+        /// Expected version, `None` for any (the node must exist).
+        version: Option<i32>,
     },
     /// Read a node's children (multiRead only).
     GetChildren {
@@ -61,6 +67,43 @@ pub enum MultiOperation {
         /// Path.
         path: String,
     },
+}
+
+impl MultiOperation {
+    /// Deletes the node at `path` if its version is `version` (`None`: any).
+    pub fn delete(path: impl Into<String>, version: Option<i32>) -> Self {
+        MultiOperation::Delete {
+            path: path.into(),
+            version,
+        }
+    }
+
+    /// Sets the data of `path` if its version is `version` (`None`: any).
+    pub fn set_data(path: impl Into<String>, data: impl Into<Bytes>, version: Option<i32>) -> Self {
+        MultiOperation::SetData {
+            path: path.into(),
+            data: data.into(),
+            version,
+        }
+    }
+
+    /// Fails the transaction unless `path` exists, at `version` if given.
+    pub fn check(path: impl Into<String>, version: Option<i32>) -> Self {
+        MultiOperation::Check {
+            path: path.into(),
+            version,
+        }
+    }
+
+    /// Reads the data of `path` (multiRead only).
+    pub fn get_data(path: impl Into<String>) -> Self {
+        MultiOperation::GetData { path: path.into() }
+    }
+
+    /// Lists the children of `path` (multiRead only).
+    pub fn get_children(path: impl Into<String>) -> Self {
+        MultiOperation::GetChildren { path: path.into() }
+    }
 }
 
 /// A request for the session, with paths as the caller sees them (before the chroot).
@@ -310,7 +353,7 @@ fn multi_op(chroot: &Chroot, op: MultiOperation, read: bool) -> Result<MultiOp, 
         }
         MultiOperation::Delete { path, version } => MultiOp::Delete(DeleteRequest {
             path: Some(checked(chroot, &path)?),
-            version,
+            version: version.unwrap_or(-1),
         }),
         MultiOperation::SetData {
             path,
@@ -319,11 +362,11 @@ fn multi_op(chroot: &Chroot, op: MultiOperation, read: bool) -> Result<MultiOp, 
         } => MultiOp::SetData(SetDataRequest {
             path: Some(checked(chroot, &path)?),
             data: Some(data),
-            version,
+            version: version.unwrap_or(-1),
         }),
         MultiOperation::Check { path, version } => MultiOp::Check(CheckVersionRequest {
             path: Some(checked(chroot, &path)?),
-            version,
+            version: version.unwrap_or(-1),
         }),
         MultiOperation::GetChildren { path } => MultiOp::GetChildren(GetChildrenRequest {
             path: Some(checked(chroot, &path)?),
