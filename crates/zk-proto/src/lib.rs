@@ -31,6 +31,9 @@ mod client;
 pub mod connect_string;
 mod driver;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod path;
 mod read_only;
 pub mod session;
