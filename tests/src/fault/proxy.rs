@@ -401,6 +401,11 @@ async fn relay_replies(
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buf).await {
+            // While an armed request's answer is swallowed, the request relay cuts the link
+            // (and records the fault as fired) once it has seen the answer: the server may
+            // close right after answering (closeSession), and cutting here would abort it
+            // before it records anything.
+            Ok(0) | Err(_) if swallowing.load(Ordering::SeqCst) => return,
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
