@@ -1,0 +1,303 @@
+//! The driver over in-memory streams on a paused clock, and against scripted TCP servers.
+
+use super::*;
+use crate::session::SessionConfig;
+use futures_util::SinkExt;
+use jute::{Encode, ReplyHeader, WatcherEvent};
+use tokio::io::DuplexStream;
+use tokio_util::codec::Framed;
+
+fn driver(hosts: u16) -> Driver {
+    let hosts = (1..=hosts).map(|port| HostAddr::new("h", port)).collect();
+    let (_, commands) = mpsc::unbounded_channel();
+    let (published, _) = watch::channel(Published {
+        state: SessionState::Connecting,
+        session_id: 0,
+        negotiated_timeout: None,
+    });
+    let (states, _) = watch::channel(SessionState::Connecting);
+    Driver {
+        session: Session::new(SessionConfig {
+            hosts,
+            shuffle_hosts: false,
+            ..SessionConfig::default()
+        }),
+        dialer: tcp_dialer(),
+        commands,
+        published,
+        states,
+        max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
+        first_connect: None,
+        replies: HashMap::new(),
+        watches: HashMap::new(),
+    }
+}
+
+fn connect_response(timeout_ms: i32, session_id: i64) -> ConnectResponse {
+    ConnectResponse {
+        protocol_version: 0,
+        time_out: timeout_ms,
+        session_id,
+        passwd: Some(Bytes::from_static(&[2; 16])),
+        read_only: Some(false),
+    }
+}
+
+use jute::ConnectResponse;
+
+/// A frame body sent as is (to send malformed ones).
+#[derive(Clone)]
+struct RawFrame(Bytes);
+
+impl Encode for RawFrame {
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+    fn encode<B: bytes::BufMut>(&self, buf: &mut B) {
+        buf.put_slice(&self.0);
+    }
+}
+
+#[test]
+fn the_session_is_published_before_connect_returns() {
+    let mut d = driver(1);
+    let (tx, mut first) = oneshot::channel();
+    d.first_connect = Some(tx);
+    let mut states = d.states.subscribe();
+    let now = Instant::now().into_std();
+    d.session.handle_connected(now);
+    assert!(d.session.poll_transmit(now).is_some(), "a ConnectRequest");
+    d.session
+        .handle_frame(now, connect_response(30_000, 0x55).to_bytes());
+    while let Some(event) = d.session.poll_event() {
+        d.dispatch(event);
+        if first.try_recv().is_ok() {
+            // The moment `connect` may return, the handle already sees the session.
+            let published = *d.published.borrow();
+            assert_eq!(published.session_id, 0x55);
+            assert_eq!(published.state, SessionState::Connected);
+            assert_eq!(published.negotiated_timeout, Some(Duration::from_secs(30)));
+            // So do the state watchers (a lock guard's validity), with no task between.
+            assert!(states.has_changed().expect("driver alive"));
+            assert_eq!(*states.borrow_and_update(), SessionState::Connected);
+            return;
+        }
+    }
+    panic!("connect was never told");
+}
+
+/// A dialer of in-memory streams of `capacity` bytes each way: the test gets the server
+/// end of every connection the client opens, and the connections are counted.
+fn duplex_dialer(
+    capacity: usize,
+) -> (
+    Dialer,
+    mpsc::UnboundedReceiver<Framed<DuplexStream, FrameCodec>>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let dialer: Dialer = Arc::new(move |_host: HostAddr| {
+        let (client, server) = tokio::io::duplex(capacity);
+        let _ = tx.send(Framed::new(server, FrameCodec::new()));
+        Box::pin(async move {
+            let (read, write) = tokio::io::split(client);
+            Ok((Box::new(read) as ReadHalf, Box::new(write) as WriteHalf))
+        }) as Connecting
+    });
+    (dialer, rx)
+}
+
+/// Reads the ConnectRequest on `server` and answers it with a session.
+async fn handshake(server: &mut Framed<DuplexStream, FrameCodec>, timeout_ms: i32) {
+    let request = server
+        .next()
+        .await
+        .expect("a ConnectRequest")
+        .expect("a frame");
+    let request: jute::ConnectRequest = jute::decode_exact(request).expect("decodes");
+    let session_id = if request.session_id == 0 {
+        0x66
+    } else {
+        request.session_id
+    };
+    server
+        .send(connect_response(timeout_ms, session_id))
+        .await
+        .expect("send");
+}
+
+/// Waits (on the paused clock) until the client's state is `state`; fails after a
+/// minute of virtual time instead of hanging.
+async fn wait_state(client: &crate::Client, state: SessionState) -> Instant {
+    let mut states = client.state_watcher();
+    tokio::time::timeout(Duration::from_secs(60), states.wait_for(|s| *s == state))
+        .await
+        .unwrap_or_else(|_| panic!("never {state}; still {}", client.state()))
+        .expect("client alive");
+    Instant::now()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_the_server_never_takes_does_not_stop_the_session_clock() {
+    // A server that completes the handshake, then never reads: the client's writes
+    // fill the 1 KiB stream and stay pending.
+    let (dialer, mut accepted) = duplex_dialer(1024);
+    let connecting = tokio::spawn(
+        crate::Client::builder()
+            .session_timeout(Duration::from_secs(3))
+            .connect_with("127.0.0.1:2181", dialer),
+    );
+    let mut server = accepted.recv().await.expect("a connection");
+    let handshake_sent = Instant::now();
+    handshake(&mut server, 3_000).await;
+    let client = connecting.await.expect("task").expect("connected");
+    let calls: Vec<_> = (0..60)
+        .map(|_| client.set_data("/n", vec![7u8; 900_000], None))
+        .collect();
+    // Read timeout 2T/3 after the last frame received (the handshake reply): the
+    // connection is dropped although a write is still pending.
+    let disconnected = wait_state(&client, SessionState::Disconnected).await;
+    assert_eq!(
+        disconnected - handshake_sent,
+        Duration::from_secs(2),
+        "the read timeout fired on time"
+    );
+    // Nothing answers the reconnection's handshakes: expired T after the handshake was
+    // sent, the last thing the server answered.
+    let expired = wait_state(&client, SessionState::Expired).await;
+    assert_eq!(expired - handshake_sent, Duration::from_secs(3));
+    // Every call got a definite answer: the one being written lost its connection, the
+    // ones never written failed with the session.
+    let mut lost = 0;
+    for call in calls {
+        match call.await {
+            Err(Error::ConnectionLoss) => lost += 1,
+            Err(Error::SessionExpired) => {}
+            other => panic!("unexpected outcome {other:?}"),
+        }
+    }
+    assert!(
+        lost >= 1,
+        "the request being written failed with ConnectionLoss"
+    );
+    drop(server);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_breaks_every_connection_gets_a_handful_of_attempts_per_second() {
+    let (dialer, mut accepted) = duplex_dialer(64 * 1024);
+    let connecting = tokio::spawn(
+        crate::Client::builder()
+            .session_timeout(Duration::from_secs(30))
+            .connect_with("127.0.0.1:2181", dialer),
+    );
+    let mut server = accepted.recv().await.expect("a connection");
+    handshake(&mut server, 30_000).await;
+    let client = connecting.await.expect("task").expect("connected");
+    let session_id = client.session_id();
+    // From now on: every connection gets its session back, then a malformed watch event.
+    let started = Instant::now();
+    let malformed = (
+        ReplyHeader {
+            xid: -1,
+            zxid: 0,
+            err: jute::ErrorCode::OK,
+        },
+        WatcherEvent {
+            event_type: jute::EventType(1),
+            state: jute::KeeperState(3),
+            path: Some("/a".into()),
+        },
+    )
+        .to_bytes();
+    let malformed = RawFrame(malformed.slice(..malformed.len() - 2));
+    let mut connections = 0u32;
+    let _ = server.send(malformed.clone()).await;
+    drop(server);
+    while started.elapsed() < Duration::from_secs(10) {
+        let Ok(Some(mut server)) =
+            tokio::time::timeout(Duration::from_secs(10), accepted.recv()).await
+        else {
+            break;
+        };
+        connections += 1;
+        handshake(&mut server, 30_000).await;
+        let _ = server.send(malformed.clone()).await;
+    }
+    // Doubling from 40 ms to the 1 s cap: about 8 attempts in the first 2 s, then at
+    // most 2 per second (without the backoff: thousands per second).
+    assert!(
+        (8..=22).contains(&connections),
+        "{connections} connections in 10 s"
+    );
+    // The server behaves again: the same session resumes.
+    let mut server = accepted.recv().await.expect("a connection");
+    handshake(&mut server, 30_000).await;
+    wait_state(&client, SessionState::Connected).await;
+    assert_eq!(client.session_id(), session_id);
+    drop(server);
+}
+
+/// A scripted server: the first connection gets a session (timeout `timeout_ms`) and
+/// is closed; every later one is accepted and closed at once. Counts the connections.
+async fn flaky_server(timeout_ms: i32) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::AtomicUsize;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            if count.fetch_add(1, Ordering::SeqCst) > 0 {
+                continue;
+            }
+            let mut framed = Framed::new(stream, FrameCodec::new());
+            let _ = framed.next().await;
+            let _ = framed.send(connect_response(timeout_ms, 0x66)).await;
+        }
+    });
+    (addr, accepted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_abandons_the_attempt_waiting_for_its_backoff() {
+    // A 1 s session: local expiry 1 s after the loss, while the client backs off
+    // (an attempt is always pending then).
+    let (addr, accepted) = flaky_server(1_000).await;
+    let client = crate::Client::builder()
+        .session_timeout(Duration::from_secs(1))
+        .connect(&addr)
+        .await
+        .expect("connect");
+    let mut states = client.state_watcher();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        states.wait_for(|s| *s == SessionState::Expired),
+    )
+    .await
+    .expect("expired in time")
+    .expect("client alive");
+    let at_expiry = accepted.load(Ordering::SeqCst);
+    assert!(at_expiry >= 2, "it tried to reconnect");
+    // Longer than the largest backoff (T/6): a window of observation.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        at_expiry,
+        "no connection after the session expired"
+    );
+}
+
+fn indices(targets: Vec<(usize, HostAddr)>) -> Vec<usize> {
+    targets.into_iter().map(|(index, _)| index).collect()
+}
+
+#[test]
+fn probes_every_other_host_starting_after_the_current_one() {
+    let d = driver(4);
+    assert_eq!(indices(d.probe_targets(Some(2))), [3, 0, 1]);
+    assert_eq!(indices(d.probe_targets(Some(0))), [1, 2, 3]);
+    assert_eq!(d.probe_targets(Some(1))[0].1, HostAddr::new("h", 3));
+    assert!(driver(1).probe_targets(Some(0)).is_empty());
+}
