@@ -5,6 +5,7 @@
 //! bytes; every protocol decision is made here, so the tests of this module drive a whole
 //! session with scripted server frames and a virtual clock.
 
+mod config;
 mod ending;
 mod handshake;
 mod inbound;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, Bytes, BytesMut};
 use jute::{Encode, EventType, KeeperState, OpCode, Response};
 
+pub use config::SessionConfig;
 pub use reconnect::{Backoff, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, HostList};
 pub use request::{MAX_TTL_MS, MultiOperation, Op};
 pub use state::SessionState;
@@ -32,7 +34,6 @@ pub use watch::WatchKind;
 
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
-use crate::path::Chroot;
 use jute::codes::xid as reserved;
 use request::{AfterReply, Encoded};
 use watch::WatchRegistry;
@@ -41,61 +42,6 @@ use xid::XidAllocator;
 /// Identifies a request (and the watch it may leave) for its whole life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RequestId(pub u64);
-
-/// The settings a session runs with.
-#[derive(Debug, Clone)]
-pub struct SessionConfig {
-    /// The session timeout asked for; the server clamps it to `[2, 20]` ticks by default.
-    pub session_timeout: Duration,
-    /// Accept read-only servers.
-    pub read_only: bool,
-    /// The most requests sent and not yet answered; more wait in the session's queue.
-    pub max_in_flight: usize,
-    /// The largest frame sent or accepted (`jute.maxbuffer`, 1,048,575 bytes by default).
-    pub max_frame_len: usize,
-    /// The chroot applied to every path.
-    pub chroot: Chroot,
-    /// The servers, from the connect string (never empty: an empty list is taken as
-    /// `127.0.0.1:2181`). One attempt may take `T / hosts` (at most `T/3`).
-    pub hosts: Vec<HostAddr>,
-    /// Visit the hosts in a random order (shuffled once), not in the given one.
-    pub shuffle_hosts: bool,
-    /// Seeds the host shuffle and the backoff jitter (deterministic tests); `None` seeds from
-    /// the system.
-    pub rng_seed: Option<u64>,
-    /// The reconnect backoff's base and cap (see [`Backoff`]).
-    pub backoff: (Duration, Duration),
-    /// Before the first session: give up ([`Error::NoServerReachable`]) once one attempt on
-    /// every host failed.
-    pub fail_fast: bool,
-    /// Before the first session: give up ([`Error::NoServerReachable`]) when no session was
-    /// established this long after the first attempt began; `None` tries without bound.
-    pub connect_timeout: Option<Duration>,
-    /// How long `close` waits for the server's reply.
-    pub close_timeout: Duration,
-    /// The cap on the encoded paths of one SetWatches request.
-    pub set_watches_max_bytes: usize,
-}
-
-impl Default for SessionConfig {
-    fn default() -> Self {
-        Self {
-            session_timeout: Duration::from_secs(30),
-            read_only: false,
-            max_in_flight: 1024,
-            max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
-            chroot: Chroot::none(),
-            hosts: Vec::new(),
-            shuffle_hosts: true,
-            rng_seed: None,
-            backoff: (DEFAULT_MIN_BACKOFF, DEFAULT_MAX_BACKOFF),
-            fail_fast: false,
-            connect_timeout: Some(Duration::from_secs(30)),
-            close_timeout: Duration::from_secs(2),
-            set_watches_max_bytes: 128 * 1024,
-        }
-    }
-}
 
 /// A watch notification, with the path as the caller sees it (chroot stripped).
 #[derive(Debug, Clone, PartialEq, Eq)]

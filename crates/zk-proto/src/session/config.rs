@@ -1,0 +1,62 @@
+//! [`SessionConfig`]: everything the session is configured with, and its defaults.
+
+use std::time::Duration;
+
+use super::{DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF};
+use crate::connect_string::HostAddr;
+use crate::path::Chroot;
+
+/// The settings a session runs with.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The session timeout asked for; the server clamps it to `[2, 20]` ticks by default.
+    pub session_timeout: Duration,
+    /// Accept read-only servers.
+    pub read_only: bool,
+    /// The most requests sent and not yet answered; more wait in the session's queue.
+    pub max_in_flight: usize,
+    /// The largest frame sent or accepted (`jute.maxbuffer`, 1,048,575 bytes by default).
+    pub max_frame_len: usize,
+    /// The chroot applied to every path.
+    pub chroot: Chroot,
+    /// The servers, from the connect string (never empty: an empty list is taken as
+    /// `127.0.0.1:2181`). One attempt may take `T / hosts` (at most `T/3`).
+    pub hosts: Vec<HostAddr>,
+    /// Visit the hosts in a random order (shuffled once), not in the given one.
+    pub shuffle_hosts: bool,
+    /// Seeds the host shuffle and the backoff jitter (deterministic tests); `None` seeds from
+    /// the system.
+    pub rng_seed: Option<u64>,
+    /// The reconnect backoff's base and cap (see [`Backoff`](super::Backoff)).
+    pub backoff: (Duration, Duration),
+    /// Before the first session: give up ([`Error::NoServerReachable`](crate::Error::NoServerReachable)) once one attempt on
+    /// every host failed.
+    pub fail_fast: bool,
+    /// Before the first session: give up ([`Error::NoServerReachable`](crate::Error::NoServerReachable)) when no session was
+    /// established this long after the first attempt began; `None` tries without bound.
+    pub connect_timeout: Option<Duration>,
+    /// How long `close` waits for the server's reply.
+    pub close_timeout: Duration,
+    /// The cap on the encoded paths of one SetWatches request.
+    pub set_watches_max_bytes: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            session_timeout: Duration::from_secs(30),
+            read_only: false,
+            max_in_flight: 1024,
+            max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
+            chroot: Chroot::none(),
+            hosts: Vec::new(),
+            shuffle_hosts: true,
+            rng_seed: None,
+            backoff: (DEFAULT_MIN_BACKOFF, DEFAULT_MAX_BACKOFF),
+            fail_fast: false,
+            connect_timeout: Some(Duration::from_secs(30)),
+            close_timeout: Duration::from_secs(2),
+            set_watches_max_bytes: 128 * 1024,
+        }
+    }
+}
