@@ -64,6 +64,31 @@ macro_rules! responses {
                 }
             }
         }
+
+        /// The body of a reply without one; gives the response back if it has a body.
+        impl TryFrom<Response> for () {
+            type Error = Response;
+            fn try_from(response: Response) -> Result<(), Response> {
+                match response {
+                    Response::Empty => Ok(()),
+                    other => Err(other),
+                }
+            }
+        }
+
+        $(
+            /// The body of the matching [`Response`] variant; gives the response back if it
+            /// is another.
+            impl TryFrom<Response> for $body {
+                type Error = Response;
+                fn try_from(response: Response) -> Result<$body, Response> {
+                    match response {
+                        Response::$variant(body) => Ok(body),
+                        other => Err(other),
+                    }
+                }
+            }
+        )*
     };
 }
 
@@ -167,5 +192,33 @@ impl Encode for ServerMessage {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_converts_to_its_own_body_only() {
+        let exists = Response::Exists(ExistsResponse {
+            stat: Stat::default(),
+        });
+        assert_eq!(
+            ExistsResponse::try_from(exists.clone()),
+            Ok(ExistsResponse {
+                stat: Stat::default()
+            })
+        );
+        assert_eq!(
+            GetDataResponse::try_from(exists.clone()),
+            Err(exists.clone())
+        );
+        assert_eq!(<()>::try_from(exists.clone()), Err(exists));
+        assert_eq!(<()>::try_from(Response::Empty), Ok(()));
+        assert_eq!(
+            SyncResponse::try_from(Response::Empty),
+            Err(Response::Empty)
+        );
     }
 }

@@ -11,8 +11,95 @@
 
 use base64::Engine as _;
 use bytes::Bytes;
-use jute::{Acl, Id, Perms};
+use jute::Perms;
 use sha1::{Digest as _, Sha1};
+
+/// An identity: an auth scheme and an id within it, e.g. `world:anyone` or
+/// `digest:user:BASE64(SHA1(user:password))`.
+///
+/// The wire format allows either string to be null; the client reads a null as `""` (the
+/// server never sends one: it rejects such ids at create and setACL time).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Id {
+    /// The scheme: `world`, `auth`, `digest`, `ip`, `x509`, `sasl`, ...
+    pub scheme: String,
+    /// The id within the scheme.
+    pub id: String,
+}
+
+/// One access control entry: `perms` granted to `id`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Acl {
+    /// The permissions granted.
+    pub perms: Perms,
+    /// To whom.
+    pub id: Id,
+}
+
+/// An identity the session is authenticated as, as [`Client::who_am_i`](crate::Client::who_am_i)
+/// reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ClientInfo {
+    /// The auth scheme, e.g. `ip` or `digest`.
+    pub auth_scheme: String,
+    /// The user within it: an address for `ip`, the user name for `digest`.
+    pub user: String,
+}
+
+impl From<jute::Id> for Id {
+    fn from(id: jute::Id) -> Self {
+        Id {
+            scheme: id.scheme.unwrap_or_default(),
+            id: id.id.unwrap_or_default(),
+        }
+    }
+}
+
+impl From<&Id> for jute::Id {
+    fn from(id: &Id) -> Self {
+        jute::Id {
+            scheme: Some(id.scheme.clone()),
+            id: Some(id.id.clone()),
+        }
+    }
+}
+
+impl From<jute::Acl> for Acl {
+    fn from(acl: jute::Acl) -> Self {
+        Acl {
+            perms: acl.perms,
+            id: acl.id.into(),
+        }
+    }
+}
+
+impl From<&Acl> for jute::Acl {
+    fn from(acl: &Acl) -> Self {
+        jute::Acl {
+            perms: acl.perms,
+            id: (&acl.id).into(),
+        }
+    }
+}
+
+impl From<jute::ClientInfo> for ClientInfo {
+    fn from(info: jute::ClientInfo) -> Self {
+        ClientInfo {
+            auth_scheme: info.auth_scheme.unwrap_or_default(),
+            user: info.user.unwrap_or_default(),
+        }
+    }
+}
+
+/// The wire form of an ACL list.
+pub(crate) fn to_wire(acl: &[Acl]) -> Vec<jute::Acl> {
+    acl.iter().map(jute::Acl::from).collect()
+}
+
+/// An ACL list from the wire (a null list is empty).
+pub(crate) fn from_wire(acl: Option<Vec<jute::Acl>>) -> Vec<Acl> {
+    acl.unwrap_or_default().into_iter().map(Acl::from).collect()
+}
 
 /// The `world` scheme: everyone.
 pub const WORLD_SCHEME: &str = "world";
@@ -49,8 +136,8 @@ fn check_user(user: &str) -> Result<(), InvalidCredential> {
 /// An id from a scheme and an id within it.
 pub fn id(scheme: &str, id: &str) -> Id {
     Id {
-        scheme: Some(scheme.to_owned()),
-        id: Some(id.to_owned()),
+        scheme: scheme.to_owned(),
+        id: id.to_owned(),
     }
 }
 
@@ -158,9 +245,41 @@ mod tests {
 
     fn id_of(scheme: &str, id: &str) -> Id {
         Id {
-            scheme: Some(scheme.to_owned()),
-            id: Some(id.to_owned()),
+            scheme: scheme.to_owned(),
+            id: id.to_owned(),
         }
+    }
+
+    #[test]
+    fn wire_form_round_trips_and_null_reads_as_empty() {
+        let list = vec![acl("ip", "10.0.0.0/8", Perms::READ), world_acl(Perms::ALL)];
+        assert_eq!(from_wire(Some(to_wire(&list))), list);
+        assert_eq!(from_wire(None), Vec::<Acl>::new());
+        let null = jute::Acl {
+            perms: Perms::READ,
+            id: jute::Id {
+                scheme: None,
+                id: None,
+            },
+        };
+        assert_eq!(
+            Acl::from(null),
+            Acl {
+                perms: Perms::READ,
+                id: Id::default()
+            }
+        );
+        let info = jute::ClientInfo {
+            auth_scheme: Some("ip".to_owned()),
+            user: None,
+        };
+        assert_eq!(
+            ClientInfo::from(info),
+            ClientInfo {
+                auth_scheme: "ip".to_owned(),
+                user: String::new()
+            }
+        );
     }
 
     #[test]

@@ -38,13 +38,14 @@ pub mod path;
 mod read_only;
 pub mod session;
 
+pub use acl::{Acl, ClientInfo, Id};
 pub use client::{
     Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
     PersistentWatcher,
 };
 pub use error::{ConnectFailure, Error, ProtocolError, Result};
 pub use jute;
-pub use jute::{Acl, AddWatchMode, CreateMode, EventType, Id, Perms, Stat, WatcherType};
+pub use jute::{AddWatchMode, CreateMode, EventType, Perms, Stat, WatcherType};
 pub use session::{MultiOperation, SessionState, WatchedEvent};
 
 /// The README's examples, compiled and run as doctests.

@@ -38,10 +38,10 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use zk_proto::acl::{digest_acl, digest_id, open_acl_unsafe, world_acl};
 use zk_proto::jute::{
-    self, ClientInfo, ConnectRequest, ConnectResponse, CreateMode, Encode, ErrorCode, OpCode,
-    ReplyHeader, RequestHeader,
+    self, ConnectRequest, ConnectResponse, CreateMode, Encode, ErrorCode, OpCode, ReplyHeader,
+    RequestHeader,
 };
-use zk_proto::{Acl, Client, CreateOptions, Error, Perms, SessionState};
+use zk_proto::{Acl, Client, ClientInfo, CreateOptions, Error, Perms, SessionState};
 use zk_testkit::ZkServer;
 use zk_testkit::client::{connect, server_builder, start_server_with};
 
@@ -69,10 +69,7 @@ fn emoji_acl() -> Vec<Acl> {
 
 /// The digest id of [`USER`], `us😀er:<base64 sha1>`.
 fn emoji_digest() -> String {
-    digest_id(USER, PASSWORD)
-        .expect("no ':' in the user")
-        .id
-        .expect("an id")
+    digest_id(USER, PASSWORD).expect("no ':' in the user").id
 }
 
 /// `acl` as a session without ADMIN permission on the node gets it: since ZOOKEEPER-1392 the
@@ -80,8 +77,8 @@ fn emoji_digest() -> String {
 fn redacted(acl: &[Acl]) -> Vec<Acl> {
     acl.iter()
         .map(
-            |entry| match (entry.id.scheme.as_deref(), entry.id.id.as_deref()) {
-                (Some("digest"), Some(id)) => {
+            |entry| match (entry.id.scheme.as_str(), entry.id.id.as_str()) {
+                ("digest", id) => {
                     let user = id.split_once(':').map_or(id, |(user, _)| user);
                     zk_proto::acl::acl("digest", &format!("{user}:x"), entry.perms)
                 }
@@ -93,8 +90,8 @@ fn redacted(acl: &[Acl]) -> Vec<Acl> {
 
 fn client_info(scheme: &str, user: &str) -> ClientInfo {
     ClientInfo {
-        auth_scheme: Some(scheme.to_owned()),
-        user: Some(user.to_owned()),
+        auth_scheme: scheme.to_owned(),
+        user: user.to_owned(),
     }
 }
 
@@ -193,14 +190,14 @@ async fn acl_written_by_the_java_client_reads_back_exactly() {
     // first with the hash hidden (no ADMIN permission yet), then whole.
     let (acl, _) = client.get_acl("/java-auth").await.expect("getACL");
     assert_eq!(acl, redacted(&emoji_acl()));
-    assert_eq!(acl[0].id.id.as_deref(), Some("us\u{1f600}er:x"));
+    assert_eq!(acl[0].id.id, "us\u{1f600}er:x");
     client
         .add_digest_auth(USER, PASSWORD)
         .await
         .expect("addAuth");
     let (acl, _) = client.get_acl("/java-auth").await.expect("getACL");
     assert_eq!(acl, emoji_acl());
-    assert_eq!(acl[0].id.id.as_deref(), Some(java_digest.as_str()));
+    assert_eq!(acl[0].id.id, java_digest);
     client
         .set_data("/java-auth", "ours", None)
         .await
@@ -251,7 +248,7 @@ async fn acl_written_by_our_client_reads_back_exactly() {
     for _ in 0..3 {
         let (acl, stat) = client.get_acl("/emoji").await.expect("getACL");
         assert_eq!(acl, emoji_acl());
-        assert_eq!(acl[0].id.id.as_deref(), Some(emoji_digest().as_str()));
+        assert_eq!(acl[0].id.id, emoji_digest());
         assert_eq!(stat.aversion, 0);
     }
     // setACL with the same id alone (ADMIN comes from it), then read again.
@@ -421,7 +418,13 @@ impl RawSession {
         body.put_i32(i32::try_from(path.len()).expect("short path"));
         body.put_slice(path);
         Some(Bytes::new()).encode(&mut body);
-        Some(open_acl_unsafe()).encode(&mut body);
+        Some(
+            open_acl_unsafe()
+                .iter()
+                .map(jute::Acl::from)
+                .collect::<Vec<_>>(),
+        )
+        .encode(&mut body);
         CreateMode::PERSISTENT.encode(&mut body);
         self.send(&body.freeze()).await;
         let mut reply = jute::Reader::new(self.receive().await);

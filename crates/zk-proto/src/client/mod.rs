@@ -16,10 +16,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use jute::{
-    Acl, AddWatchMode, ClientInfo, MultiResult, ReconfigRequest, Response, Stat, WatcherType,
+    AddWatchMode, Create2Response, ErrorResponse, ExistsResponse, GetAclResponse,
+    GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse, GetDataResponse,
+    GetEphemeralsResponse, MultiResponse, MultiResult, ReconfigRequest, Response, SetAclResponse,
+    SetDataResponse, Stat, SyncResponse, WatcherType, WhoAmIResponse,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::acl::{Acl, ClientInfo};
 use crate::driver::{Command, Published, ReplyResult, WatchSink};
 use crate::error::{Error, ProtocolError, Result};
 use crate::session::{MultiOperation, Op, SessionState};
@@ -87,7 +91,23 @@ pub struct Client {
 
 type Reply = std::result::Result<ReplyResult, oneshot::error::RecvError>;
 
-fn unexpected(what: &'static str) -> Error {
+/// The body type of a reply: each is one variant of jute's `Response`, which the session
+/// decodes by the op code it sent.
+trait ReplyBody: TryFrom<Response, Error = Response> + Send + 'static {}
+impl<R: TryFrom<Response, Error = Response> + Send + 'static> ReplyBody for R {}
+
+/// A reply as the body its request asked for. The session decodes a reply by the op code of
+/// the request it answers, so the variant always matches; a mismatch would be our bug, and
+/// is reported as a protocol error rather than a panic.
+fn typed<R: ReplyBody>(reply: Reply) -> Result<R> {
+    let response = reply.unwrap_or(Err(Error::Closed))?;
+    R::try_from(response)
+        .map_err(|_| Error::Protocol(ProtocolError::UnexpectedResponse(std::any::type_name::<R>())))
+}
+
+/// A result the server put in a multi reply that its request could not have produced: the
+/// reply decoded (a multi's results are tagged), so only that item fails.
+fn misreported(what: &'static str) -> Error {
     Error::Protocol(ProtocolError::UnexpectedResponse(what))
 }
 
@@ -161,21 +181,24 @@ impl Client {
         rx
     }
 
-    fn call(&self, op: Op) -> impl Future<Output = Result<Response>> + Send + 'static + use<> {
-        let reply = self.send(op, None);
-        async move { Ok(reply.await.unwrap_or(Err(Error::Closed))?.0) }
-    }
-
-    fn call_watched(
+    /// Sends `op` and reads its reply as `R`: the body its op code replies with (jute's
+    /// `Response` table pairs them; `()` for ops without a body).
+    fn call<R: ReplyBody>(
         &self,
         op: Op,
-    ) -> impl Future<Output = (Result<Response>, OneshotWatcher)> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<R>> + Send + 'static + use<R> {
+        let reply = self.send(op, None);
+        async move { typed(reply.await) }
+    }
+
+    /// As [`call`](Self::call), with the one-shot watcher the op leaves.
+    fn call_watched<R: ReplyBody>(
+        &self,
+        op: Op,
+    ) -> impl Future<Output = (Result<R>, OneshotWatcher)> + Send + 'static + use<R> {
         let (tx, rx) = oneshot::channel();
         let reply = self.send(op, Some(WatchSink::Once(tx)));
-        async move {
-            let result = reply.await.unwrap_or(Err(Error::Closed)).map(|(r, _)| r);
-            (result, OneshotWatcher { rx })
-        }
+        async move { (typed(reply.await), OneshotWatcher { rx }) }
     }
 
     /// Creates a node; returns its path (with the sequence suffix for sequential modes) and
@@ -199,14 +222,8 @@ impl Client {
             mode: options.mode,
             ttl: options.ttl_ms(),
         };
-        let reply = self.call(op);
-        async move {
-            match reply.await? {
-                Response::Create2(r) => Ok((r.path.unwrap_or_default(), r.stat)),
-                Response::Create(r) => Ok((r.path.unwrap_or_default(), Stat::default())),
-                _ => Err(unexpected("create")),
-            }
-        }
+        let reply = self.call::<Create2Response>(op);
+        async move { reply.await.map(|r| (r.path.unwrap_or_default(), r.stat)) }
     }
 
     /// Deletes a node at `version` (`None`: any version).
@@ -219,9 +236,9 @@ impl Client {
         path: &str,
         version: Option<i32>,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
-        let reply = self.call(Op::Delete {
+        let reply = self.call::<()>(Op::Delete {
             path: path.to_owned(),
-            version: version.unwrap_or(-1),
+            version,
         });
         async move { reply.await.map(drop) }
     }
@@ -235,14 +252,13 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static + use<> {
-        let reply = self.call(Op::Exists {
+        let reply = self.call::<ExistsResponse>(Op::Exists {
             path: path.to_owned(),
             watch: false,
         });
         async move {
             match reply.await {
-                Ok(Response::Exists(r)) => Ok(Some(r.stat)),
-                Ok(_) => Err(unexpected("exists")),
+                Ok(r) => Ok(Some(r.stat)),
                 Err(Error::NoNode) => Ok(None),
                 Err(e) => Err(e),
             }
@@ -259,15 +275,14 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher)>> + Send + 'static + use<> {
-        let reply = self.call_watched(Op::Exists {
+        let reply = self.call_watched::<ExistsResponse>(Op::Exists {
             path: path.to_owned(),
             watch: true,
         });
         async move {
             let (result, watcher) = reply.await;
             match result {
-                Ok(Response::Exists(r)) => Ok((Some(r.stat), watcher)),
-                Ok(_) => Err(unexpected("exists")),
+                Ok(r) => Ok((Some(r.stat), watcher)),
                 Err(Error::NoNode) => Ok((None, watcher)),
                 Err(e) => Err(e),
             }
@@ -283,16 +298,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static + use<> {
-        let reply = self.call(Op::GetData {
+        let reply = self.call::<GetDataResponse>(Op::GetData {
             path: path.to_owned(),
             watch: false,
         });
-        async move {
-            match reply.await? {
-                Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat)),
-                _ => Err(unexpected("getData")),
-            }
-        }
+        async move { reply.await.map(|r| (r.data.unwrap_or_default(), r.stat)) }
     }
 
     /// Like [`get_data`](Self::get_data), leaving a watch that fires on data change or
@@ -305,16 +315,13 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Bytes, Stat, OneshotWatcher)>> + Send + 'static + use<> {
-        let reply = self.call_watched(Op::GetData {
+        let reply = self.call_watched::<GetDataResponse>(Op::GetData {
             path: path.to_owned(),
             watch: true,
         });
         async move {
             let (result, watcher) = reply.await;
-            match result? {
-                Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat, watcher)),
-                _ => Err(unexpected("getData")),
-            }
+            result.map(|r| (r.data.unwrap_or_default(), r.stat, watcher))
         }
     }
 
@@ -330,17 +337,12 @@ impl Client {
         data: D,
         version: Option<i32>,
     ) -> impl Future<Output = Result<Stat>> + Send + 'static + use<D> {
-        let reply = self.call(Op::SetData {
+        let reply = self.call::<SetDataResponse>(Op::SetData {
             path: path.to_owned(),
             data: data.into(),
-            version: version.unwrap_or(-1),
+            version,
         });
-        async move {
-            match reply.await? {
-                Response::SetData(r) => Ok(r.stat),
-                _ => Err(unexpected("setData")),
-            }
-        }
+        async move { reply.await.map(|r| r.stat) }
     }
 
     /// The node's ACL and Stat.
@@ -352,15 +354,10 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + 'static + use<> {
-        let reply = self.call(Op::GetAcl {
+        let reply = self.call::<GetAclResponse>(Op::GetAcl {
             path: path.to_owned(),
         });
-        async move {
-            match reply.await? {
-                Response::GetAcl(r) => Ok((r.acl.unwrap_or_default(), r.stat)),
-                _ => Err(unexpected("getACL")),
-            }
-        }
+        async move { reply.await.map(|r| (crate::acl::from_wire(r.acl), r.stat)) }
     }
 
     /// Sets the node's ACL at ACL `version` (`None`: any); returns the new Stat.
@@ -375,17 +372,12 @@ impl Client {
         acl: Vec<Acl>,
         version: Option<i32>,
     ) -> impl Future<Output = Result<Stat>> + Send + 'static + use<> {
-        let reply = self.call(Op::SetAcl {
+        let reply = self.call::<SetAclResponse>(Op::SetAcl {
             path: path.to_owned(),
             acl,
-            version: version.unwrap_or(-1),
+            version,
         });
-        async move {
-            match reply.await? {
-                Response::SetAcl(r) => Ok(r.stat),
-                _ => Err(unexpected("setACL")),
-            }
-        }
+        async move { reply.await.map(|r| r.stat) }
     }
 
     /// The names of the node's children (not sorted).
@@ -397,16 +389,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
-        let reply = self.call(Op::GetChildren {
+        let reply = self.call::<GetChildrenResponse>(Op::GetChildren {
             path: path.to_owned(),
             watch: false,
         });
-        async move {
-            match reply.await? {
-                Response::GetChildren(r) => Ok(names(r.children)),
-                _ => Err(unexpected("getChildren")),
-            }
-        }
+        async move { reply.await.map(|r| names(r.children)) }
     }
 
     /// Like [`get_children`](Self::get_children), leaving a watch that fires when the child
@@ -419,16 +406,13 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher)>> + Send + 'static + use<> {
-        let reply = self.call_watched(Op::GetChildren {
+        let reply = self.call_watched::<GetChildrenResponse>(Op::GetChildren {
             path: path.to_owned(),
             watch: true,
         });
         async move {
             let (result, watcher) = reply.await;
-            match result? {
-                Response::GetChildren(r) => Ok((names(r.children), watcher)),
-                _ => Err(unexpected("getChildren")),
-            }
+            result.map(|r| (names(r.children), watcher))
         }
     }
 
@@ -441,16 +425,11 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static + use<> {
-        let reply = self.call(Op::GetChildren2 {
+        let reply = self.call::<GetChildren2Response>(Op::GetChildren2 {
             path: path.to_owned(),
             watch: false,
         });
-        async move {
-            match reply.await? {
-                Response::GetChildren2(r) => Ok((names(r.children), r.stat)),
-                _ => Err(unexpected("getChildren2")),
-            }
-        }
+        async move { reply.await.map(|r| (names(r.children), r.stat)) }
     }
 
     /// The number of all descendants of the node.
@@ -462,15 +441,10 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<i32>> + Send + 'static + use<> {
-        let reply = self.call(Op::GetAllChildrenNumber {
+        let reply = self.call::<GetAllChildrenNumberResponse>(Op::GetAllChildrenNumber {
             path: path.to_owned(),
         });
-        async move {
-            match reply.await? {
-                Response::GetAllChildrenNumber(r) => Ok(r.total_number),
-                _ => Err(unexpected("getAllChildrenNumber")),
-            }
-        }
+        async move { reply.await.map(|r| r.total_number) }
     }
 
     /// The session's ephemeral nodes whose path starts with `prefix` (a raw string prefix;
@@ -483,15 +457,10 @@ impl Client {
         &self,
         prefix: &str,
     ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
-        let reply = self.call(Op::GetEphemerals {
+        let reply = self.call::<GetEphemeralsResponse>(Op::GetEphemerals {
             prefix: prefix.to_owned(),
         });
-        async move {
-            match reply.await? {
-                Response::GetEphemerals(r) => Ok(names(r.ephemerals)),
-                _ => Err(unexpected("getEphemerals")),
-            }
-        }
+        async move { reply.await.map(|r| names(r.ephemerals)) }
     }
 
     /// Waits until the server this session is connected to has caught up with the leader.
@@ -500,7 +469,7 @@ impl Client {
     ///
     /// The connection errors.
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
-        let reply = self.call(Op::Sync {
+        let reply = self.call::<SyncResponse>(Op::Sync {
             path: path.to_owned(),
         });
         async move { reply.await.map(drop) }
@@ -538,12 +507,10 @@ impl Client {
         &self,
         ops: Vec<MultiOperation>,
     ) -> impl Future<Output = Result<Vec<MultiItem>>> + Send + 'static + use<> {
-        let reply = self.call(Op::Multi(ops));
+        let reply = self.call::<MultiResponse>(Op::Multi(ops));
         async move {
-            let Response::Multi(response) = reply.await? else {
-                return Err(unexpected("multi"));
-            };
-            Ok(response
+            Ok(reply
+                .await?
                 .results
                 .into_iter()
                 .map(|result| match result {
@@ -560,7 +527,7 @@ impl Client {
                     MultiResult::Check => MultiItem::Checked,
                     MultiResult::Error(code) => MultiItem::Failed(Error::from_code(code)),
                     MultiResult::GetChildren(_) | MultiResult::GetData(_) => {
-                        MultiItem::Failed(Some(unexpected("read result in multi")))
+                        MultiItem::Failed(Some(misreported("a read result in a multi")))
                     }
                 })
                 .collect())
@@ -577,12 +544,10 @@ impl Client {
         &self,
         ops: Vec<MultiOperation>,
     ) -> impl Future<Output = Result<Vec<Result<MultiReadItem>>>> + Send + 'static + use<> {
-        let reply = self.call(Op::MultiRead(ops));
+        let reply = self.call::<MultiResponse>(Op::MultiRead(ops));
         async move {
-            let Response::Multi(response) = reply.await? else {
-                return Err(unexpected("multiRead"));
-            };
-            Ok(response
+            Ok(reply
+                .await?
                 .results
                 .into_iter()
                 .map(|result| match result {
@@ -590,10 +555,9 @@ impl Client {
                     MultiResult::GetData(r) => {
                         Ok(MultiReadItem::Data(r.data.unwrap_or_default(), r.stat))
                     }
-                    MultiResult::Error(code) => {
-                        Err(Error::from_code(code).unwrap_or(unexpected("OK error result")))
-                    }
-                    _ => Err(unexpected("write result in multiRead")),
+                    MultiResult::Error(code) => Err(Error::from_code(code)
+                        .unwrap_or(misreported("an error result with code OK"))),
+                    _ => Err(misreported("a write result in a multiRead")),
                 })
                 .collect())
         }
@@ -629,7 +593,7 @@ impl Client {
             Some(sink),
         );
         async move {
-            reply.await.unwrap_or(Err(Error::Closed))?;
+            typed::<ErrorResponse>(reply.await)?;
             Ok(PersistentWatcher {
                 rx,
                 overflowed,
@@ -653,7 +617,7 @@ impl Client {
         path: &str,
         watcher_type: WatcherType,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
-        let reply = self.call(Op::RemoveWatches {
+        let reply = self.call::<()>(Op::RemoveWatches {
             path: path.to_owned(),
             watcher_type,
         });
@@ -670,7 +634,7 @@ impl Client {
         path: &str,
         watcher_type: WatcherType,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
-        let reply = self.call(Op::CheckWatches {
+        let reply = self.call::<()>(Op::CheckWatches {
             path: path.to_owned(),
             watcher_type,
         });
@@ -736,13 +700,8 @@ impl Client {
         &self,
         request: ReconfigRequest,
     ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static + use<> {
-        let reply = self.call(Op::Reconfig(request));
-        async move {
-            match reply.await? {
-                Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat)),
-                _ => Err(unexpected("reconfig")),
-            }
-        }
+        let reply = self.call::<GetDataResponse>(Op::Reconfig(request));
+        async move { reply.await.map(|r| (r.data.unwrap_or_default(), r.stat)) }
     }
 
     /// The identities this session is authenticated as.
@@ -753,12 +712,12 @@ impl Client {
     pub fn who_am_i(
         &self,
     ) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static + use<> {
-        let reply = self.call(Op::WhoAmI);
+        let reply = self.call::<WhoAmIResponse>(Op::WhoAmI);
         async move {
-            match reply.await? {
-                Response::WhoAmI(r) => Ok(r.client_info.unwrap_or_default()),
-                _ => Err(unexpected("whoAmI")),
-            }
+            reply.await.map(|r| {
+                let infos = r.client_info.unwrap_or_default();
+                infos.into_iter().map(ClientInfo::from).collect()
+            })
         }
     }
 

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use jute::{Acl, CreateMode, Stat};
+use jute::{CreateMode, Stat};
+
+use crate::acl::Acl;
 
 use crate::error::Error;
 use crate::session::MultiOperation;

@@ -36,7 +36,7 @@ use crate::read_only;
 use crate::session::{Op, RequestId, Session, SessionEvent, SessionState, WatchedEvent};
 
 /// What a request's caller gets back: the response, and whether its watch was armed.
-pub(crate) type ReplyResult = Result<(Response, bool), Error>;
+pub(crate) type ReplyResult = Result<Response, Error>;
 
 /// Where a watch's events go.
 pub(crate) enum WatchSink {
@@ -463,7 +463,7 @@ impl Driver {
                 }
                 if let Some(reply) = self.replies.remove(&id) {
                     // A dropped caller is fine: the reply was read, nothing desynchronizes.
-                    let _ = reply.send(result.map(|response| (response, watch_armed)));
+                    let _ = reply.send(result);
                 }
             }
             SessionEvent::Watch { id, event } => self.deliver(id, Ok(event)),

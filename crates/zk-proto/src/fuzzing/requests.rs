@@ -107,7 +107,7 @@ pub(super) fn op_template(template: u8, path: &str, watch: bool, extra: u8) -> T
             let op = Op::Create {
                 path: path.into(),
                 data: Bytes::from_static(b"v"),
-                acl: open_acl(),
+                acl: crate::acl::open_acl_unsafe(),
                 mode,
                 ttl,
             };
@@ -116,7 +116,7 @@ pub(super) fn op_template(template: u8, path: &str, watch: bool, extra: u8) -> T
         5 => plain(
             Op::Delete {
                 path: owned.clone(),
-                version: -1,
+                version: None,
             },
             OpCode::DELETE,
         ),
@@ -129,7 +129,7 @@ pub(super) fn op_template(template: u8, path: &str, watch: bool, extra: u8) -> T
                     Op::SetData {
                         path: owned.clone(),
                         data: Bytes::from(vec![b'x'; len]),
-                        version: i32::from(extra) - 1,
+                        version: (extra > 0).then(|| i32::from(extra) - 1),
                     },
                     OpCode::SET_DATA,
                 )
@@ -144,8 +144,8 @@ pub(super) fn op_template(template: u8, path: &str, watch: bool, extra: u8) -> T
         8 => plain(
             Op::SetAcl {
                 path: owned.clone(),
-                acl: open_acl(),
-                version: -1,
+                acl: crate::acl::open_acl_unsafe(),
+                version: None,
             },
             OpCode::SET_ACL,
         ),

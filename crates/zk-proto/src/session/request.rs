@@ -3,6 +3,8 @@
 use bytes::Bytes;
 use jute::*;
 
+use crate::acl::{Acl, to_wire};
+
 use super::watch::WatchKind;
 use crate::error::Error;
 use crate::path::{Chroot, validate_path, validate_sequential_prefix};
@@ -127,8 +129,8 @@ pub enum Op {
     Delete {
         /// Path.
         path: String,
-        /// Expected version, -1 for any.
-        version: i32,
+        /// Expected version, `None` for any.
+        version: Option<i32>,
     },
     /// exists, optionally leaving an exist watch (also when the node is missing).
     Exists {
@@ -150,8 +152,8 @@ pub enum Op {
         path: String,
         /// New data.
         data: Bytes,
-        /// Expected version, -1 for any.
-        version: i32,
+        /// Expected version, `None` for any.
+        version: Option<i32>,
     },
     /// getACL.
     GetAcl {
@@ -164,8 +166,8 @@ pub enum Op {
         path: String,
         /// The new ACL.
         acl: Vec<Acl>,
-        /// Expected ACL version, -1 for any.
-        version: i32,
+        /// Expected ACL version, `None` for any.
+        version: Option<i32>,
     },
     /// getChildren, optionally leaving a child watch.
     GetChildren {
@@ -328,7 +330,7 @@ fn multi_op(chroot: &Chroot, op: MultiOperation, read: bool) -> Result<MultiOp, 
         } => {
             check_ttl(mode, ttl)?;
             let path = Some(create_path(chroot, &path, mode)?);
-            let (data, acl) = (Some(data), Some(acl));
+            let (data, acl) = (Some(data), Some(to_wire(&acl)));
             match (mode, ttl) {
                 (_, Some(ttl)) => MultiOp::CreateTtl(CreateTtlRequest {
                     path,
@@ -393,7 +395,7 @@ impl Op {
             } => {
                 check_ttl(mode, ttl)?;
                 let path = Some(create_path(chroot, &path, mode)?);
-                let (data, acl) = (Some(data), Some(acl));
+                let (data, acl) = (Some(data), Some(to_wire(&acl)));
                 match ttl {
                     Some(ttl) => (
                         OpCode::CREATE_TTL,
@@ -434,7 +436,7 @@ impl Op {
                     OpCode::DELETE,
                     DeleteRequest {
                         path: Some(path),
-                        version,
+                        version: version.unwrap_or(-1),
                     }
                     .to_bytes(),
                 )
@@ -464,7 +466,7 @@ impl Op {
                 SetDataRequest {
                     path: Some(checked(chroot, &path)?),
                     data: Some(data),
-                    version,
+                    version: version.unwrap_or(-1),
                 }
                 .to_bytes(),
             ),
@@ -479,8 +481,8 @@ impl Op {
                 OpCode::SET_ACL,
                 SetAclRequest {
                     path: Some(checked(chroot, &path)?),
-                    acl: Some(acl),
-                    version,
+                    acl: Some(to_wire(&acl)),
+                    version: version.unwrap_or(-1),
                 }
                 .to_bytes(),
             ),

@@ -650,7 +650,7 @@ fn a_watch_event_comes_before_the_reply_that_saw_its_change() {
     let write = h.submit(Op::SetData {
         path: "/a".into(),
         data: Bytes::from_static(b"v"),
-        version: -1,
+        version: None,
     });
     let sent = h.sent();
     h.server_says(notification(EventType::NODE_DATA_CHANGED, "/a"));
@@ -1211,7 +1211,7 @@ fn a_request_over_the_frame_limit_is_refused_before_sending() {
         Op::SetData {
             path: "/big".into(),
             data,
-            version: -1,
+            version: None,
         },
         None,
     );
