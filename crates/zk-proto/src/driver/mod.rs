@@ -35,7 +35,7 @@ use crate::error::{ConnectFailure, Error};
 use crate::read_only;
 use crate::session::{Op, RequestId, Session, SessionEvent, SessionState, WatchedEvent};
 
-/// What a request's caller gets back: the response, and whether its watch was armed.
+/// What a request's caller gets back: the response (its body decoded by the op code sent).
 pub(crate) type ReplyResult = Result<Response, Error>;
 
 /// Where a watch's events go.
