@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use zk_proto::session::Backoff;
 use zk_proto::{Client, SessionState};
-use zk_recipes::lock::{Lock, LockError};
+use zk_recipes::Error;
+use zk_recipes::lock::Lock;
 use zk_testkit::Ensemble;
 use zk_testkit::client::{connect_with, start_ensemble};
 use zk_testkit::fault::FaultProxy;
@@ -42,7 +43,7 @@ async fn the_whole_ensemble_down_deadlines_expiry_and_backoff() {
     .await;
     let lock = Lock::new(&client, "/down/lock");
     // The lock works, and the client last heard from the ensemble right now.
-    lock.acquire()
+    lock.acquire(None)
         .await
         .expect("acquire")
         .release()
@@ -72,12 +73,12 @@ async fn the_whole_ensemble_down_deadlines_expiry_and_backoff() {
     // An acquire with a deadline returns at its deadline.
     let deadline = Duration::from_millis(800);
     let started = Instant::now();
-    let result = tokio::time::timeout(GUARD, lock.acquire_timeout(deadline))
+    let result = tokio::time::timeout(GUARD, lock.acquire(Some(deadline)))
         .await
         .expect("the acquire returned");
     let took = started.elapsed();
     assert!(
-        matches!(result, Err(LockError::Timeout)),
+        matches!(result, Err(Error::Timeout)),
         "{:?}",
         result.map(|g| g.fencing_token())
     );
@@ -117,9 +118,9 @@ async fn the_whole_ensemble_down_deadlines_expiry_and_backoff() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(attempts(&proxies), at_expiry, "no attempt after the expiry");
     assert_eq!(
-        lock.acquire_timeout(deadline)
+        lock.acquire(Some(deadline))
             .await
             .map(|g| g.fencing_token()),
-        Err(LockError::Zk(zk_proto::Error::SessionExpired))
+        Err(Error::Zk(zk_proto::Error::SessionExpired))
     );
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use jute::OpCode;
 use tokio::time::Instant;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, SessionState};
-use zk_recipes::lock::{Lock, LockError, LockGuard, Validity};
+use zk_recipes::lock::{Lock, LockGuard, Validity};
 use zk_testkit::Ensemble;
 use zk_testkit::client::{
     SESSION_TIMEOUT, StateLog, blocking, builder, children, connect, mkdirs, serial,
@@ -81,14 +81,14 @@ async fn release(guard: LockGuard) {
         .expect("release");
 }
 
-/// Spawns `lock.acquire_timeout(limit)`; the task returns the result and when it came.
+/// Spawns `lock.acquire(Some(limit))`; the task returns the result and when it came.
 fn spawn_acquire(
     lock: &Lock,
     limit: Duration,
-) -> tokio::task::JoinHandle<(Result<LockGuard, LockError>, Instant)> {
+) -> tokio::task::JoinHandle<(zk_recipes::Result<LockGuard>, Instant)> {
     let lock = lock.clone();
     tokio::spawn(async move {
-        let result = lock.acquire_timeout(limit).await;
+        let result = lock.acquire(Some(limit)).await;
         (result, Instant::now())
     })
 }
@@ -135,7 +135,7 @@ async fn cycles_on_an_ensemble_survive_a_killed_leader() {
         tasks.push(tokio::spawn(async move {
             let lock = Lock::new(&client, path);
             for _ in 0..CYCLES {
-                let guard = within("acquire", CALL, lock.acquire())
+                let guard = within("acquire", CALL, lock.acquire(None))
                     .await
                     .expect("acquire");
                 if exclusion.inside.swap(true, Ordering::SeqCst) {
@@ -277,9 +277,13 @@ async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
     let holder_sid = holder_client.session_id();
     assert!(serves(&ensemble, holder_server, holder_sid).await);
     let path = "/fault/moving";
-    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
-        .await
-        .expect("holder acquires");
+    let holder = within(
+        "acquire",
+        CALL,
+        Lock::new(&holder_client, path).acquire(None),
+    )
+    .await
+    .expect("holder acquires");
     let holder_node = holder.node().to_owned();
     let waiter_states = StateLog::record(&waiter_client);
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
@@ -304,14 +308,14 @@ async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
         within(
             "the holder's suspension",
             Duration::from_secs(5),
-            holder.lost()
+            holder.lost(None)
         ),
         blocking({
             let ensemble = ensemble.clone();
             move || ensemble.kill(holder_server)
         })
     );
-    assert_eq!(suspended, Validity::Suspended);
+    assert_eq!(suspended, Ok(Validity::Suspended));
     wait_state(&holder_client, Duration::from_secs(10), |s| {
         s == SessionState::Connected
     })
@@ -383,7 +387,7 @@ async fn a_lost_create_reply_ends_with_our_node_or_none() {
         let short = round % 3 == 2;
         let holder = if contended {
             Some(
-                within("acquire", CALL, Lock::new(&observer, path).acquire())
+                within("acquire", CALL, Lock::new(&observer, path).acquire(None))
                     .await
                     .expect("the other session holds"),
             )
@@ -466,7 +470,7 @@ async fn a_lost_create_reply_ends_with_our_node_or_none() {
                 assert!(guard.is_valid());
                 release(guard).await;
             }
-            Err(LockError::Timeout) if short => {
+            Err(zk_recipes::Error::Timeout) if short => {
                 // The timed-out acquire returns at once; its node, whose create reply was
                 // lost, is found and deleted in the background: at most that one is left
                 // now, and none after the wait below.
@@ -523,9 +527,13 @@ async fn frozen_holder(stuck_write: bool) {
     let rival_client = connect(&server.connect_string()).await;
     assert_eq!(holder_client.negotiated_timeout(), Some(SESSION));
     let path = "/fault/frozen-holder";
-    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
-        .await
-        .expect("holder acquires");
+    let holder = within(
+        "acquire",
+        CALL,
+        Lock::new(&holder_client, path).acquire(None),
+    )
+    .await
+    .expect("holder acquires");
     let rival = spawn_acquire(&Lock::new(&rival_client, path), CALL);
     wait_children(
         &rival_client,
@@ -551,9 +559,9 @@ async fn frozen_holder(stuck_write: bool) {
         Vec::new()
     };
 
-    let suspended = within("suspension", SESSION, holder.lost()).await;
+    let suspended = within("suspension", SESSION, holder.lost(None)).await;
     let suspended_after = frozen_at.elapsed();
-    assert_eq!(suspended, Validity::Suspended);
+    assert_eq!(suspended, Ok(Validity::Suspended));
     assert!(
         suspended_after <= READ_TIMEOUT + Duration::from_millis(300),
         "suspended only after {suspended_after:?}"
@@ -595,7 +603,7 @@ async fn frozen_holder(stuck_write: bool) {
     // The late release, once the proxy has thawed (the fault's duration).
     tokio::time::sleep_until(frozen_at + frozen_for + Duration::from_millis(200)).await;
     let late = within("late release", CALL, holder.release()).await;
-    assert_eq!(late, Err(LockError::Lost));
+    assert_eq!(late, Err(zk_recipes::Error::Lost));
     within("sync", CALL, rival_client.sync(path))
         .await
         .expect("sync");
@@ -623,9 +631,13 @@ async fn a_watch_event_must_not_extend_the_holders_local_expiry() {
     let path = "/fault/poked-holder";
     let poke = "/fault/poke";
     mkdirs(&rival_client, poke).await;
-    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
-        .await
-        .expect("holder acquires");
+    let holder = within(
+        "acquire",
+        CALL,
+        Lock::new(&holder_client, path).acquire(None),
+    )
+    .await
+    .expect("holder acquires");
     let rival = spawn_acquire(&Lock::new(&rival_client, path), CALL);
     wait_children(
         &rival_client,
@@ -700,9 +712,13 @@ async fn a_short_freeze_loses_nothing_and_grants_nothing() {
     );
     mkdirs(&waiter_client, counter).await;
     mkdirs(&waiter_client, seq).await;
-    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
-        .await
-        .expect("holder acquires");
+    let holder = within(
+        "acquire",
+        CALL,
+        Lock::new(&holder_client, path).acquire(None),
+    )
+    .await
+    .expect("holder acquires");
     let holder_node = holder.node().to_owned();
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     wait_children(
@@ -809,9 +825,13 @@ async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
     let path = "/fault/cut-waiter";
-    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
-        .await
-        .expect("holder acquires");
+    let holder = within(
+        "acquire",
+        CALL,
+        Lock::new(&holder_client, path).acquire(None),
+    )
+    .await
+    .expect("holder acquires");
     let holder_name = name(holder.node());
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     let listing = wait_children(
@@ -868,21 +888,21 @@ async fn cancelled_acquire(lock: &Lock, exclusion: &Exclusion, how: usize, micro
     let delay = Duration::from_micros(micros);
     let outcome = match how {
         // Dropped by a timeout at a varying point.
-        0 => match tokio::time::timeout(delay, lock.acquire()).await {
+        0 => match tokio::time::timeout(delay, lock.acquire(None)).await {
             Ok(result) => Some(result.expect("acquire")),
             Err(_) => None,
         },
         // The recipe's own timeout (the node is deleted before it returns).
-        1 => match lock.acquire_timeout(delay).await {
+        1 => match lock.acquire(Some(delay)).await {
             Ok(guard) => Some(guard),
-            Err(LockError::Timeout) => None,
-            Err(e) => panic!("acquire_timeout: {e}"),
+            Err(zk_recipes::Error::Timeout) => None,
+            Err(e) => panic!("acquire with a timeout: {e}"),
         },
         // A task aborted after a varying delay.
         2 => {
             let task = tokio::spawn({
                 let lock = lock.clone();
-                async move { lock.acquire().await }
+                async move { lock.acquire(None).await }
             });
             tokio::time::sleep(delay).await;
             task.abort();
@@ -895,7 +915,7 @@ async fn cancelled_acquire(lock: &Lock, exclusion: &Exclusion, how: usize, micro
         // Dropped after a given number of polls: at each await point in turn.
         _ => {
             let polls = usize::try_from(micros % 12).expect("small");
-            let mut acquire = pin!(lock.acquire());
+            let mut acquire = pin!(lock.acquire(None));
             let mut outcome = None;
             for _ in 0..polls {
                 tokio::select! {
@@ -985,7 +1005,7 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
             let lock = Lock::new(&client, path);
             let mut cycles = 0usize;
             while !stop.load(Ordering::SeqCst) {
-                let guard = within("acquire", CALL, lock.acquire())
+                let guard = within("acquire", CALL, lock.acquire(None))
                     .await
                     .expect("acquire");
                 exclusion.critical_section().await;
@@ -1025,9 +1045,13 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     // Phase 2: the storm while one session holds the lock and another waits.
     let holder_client = connect(&server.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
-    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
-        .await
-        .expect("holder acquires");
+    let holder = within(
+        "acquire",
+        CALL,
+        Lock::new(&holder_client, path).acquire(None),
+    )
+    .await
+    .expect("holder acquires");
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     wait_children(
         &observer,
@@ -1087,7 +1111,7 @@ async fn queue_waiter(
     lock: &Lock,
     observer: &Client,
     path: &str,
-) -> tokio::task::JoinHandle<(Result<LockGuard, LockError>, Instant)> {
+) -> tokio::task::JoinHandle<(zk_recipes::Result<LockGuard>, Instant)> {
     let waiter = spawn_acquire(lock, CALL);
     wait_children(
         observer,
@@ -1106,7 +1130,7 @@ async fn hand_over(
     observer: &Client,
     path: &str,
     holder_node: &str,
-    waiter: tokio::task::JoinHandle<(Result<LockGuard, LockError>, Instant)>,
+    waiter: tokio::task::JoinHandle<(zk_recipes::Result<LockGuard>, Instant)>,
 ) {
     let (granted, _) = within("the waiter's grant", Duration::from_secs(10), waiter)
         .await
@@ -1136,7 +1160,7 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
     let lock = Lock::new(&holder_client, path);
     let waiter_lock = Lock::new(&waiter_client, path);
     // 1. Dropped.
-    let guard = within("acquire", CALL, lock.acquire())
+    let guard = within("acquire", CALL, lock.acquire(None))
         .await
         .expect("acquire");
     let node = guard.node().to_owned();
@@ -1150,7 +1174,7 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
     let holder = tokio::spawn({
         let lock = lock.clone();
         async move {
-            let guard = lock.acquire().await.expect("acquire");
+            let guard = lock.acquire(None).await.expect("acquire");
             let _ = node_tx.send(guard.node().to_owned());
             let _ = go_rx.await;
             panic!("the holder panics while holding {}", guard.node());
@@ -1169,7 +1193,7 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
     hand_over(&waiter_client, path, &node, waiter).await;
 
     // 3. A plain thread (no tokio runtime) that panics while holding.
-    let guard = within("acquire", CALL, lock.acquire())
+    let guard = within("acquire", CALL, lock.acquire(None))
         .await
         .expect("acquire");
     let node = guard.node().to_owned();
@@ -1198,9 +1222,13 @@ async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
     let path = "/fault/expired-waiter";
-    let holder = within("acquire", CALL, Lock::new(&holder_client, path).acquire())
-        .await
-        .expect("holder acquires");
+    let holder = within(
+        "acquire",
+        CALL,
+        Lock::new(&holder_client, path).acquire(None),
+    )
+    .await
+    .expect("holder acquires");
     let holder_name = name(holder.node());
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), SESSION * 10);
     let listing = wait_children(
@@ -1232,7 +1260,7 @@ async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
         .await
         .expect("waiter task");
     assert!(
-        matches!(result, Err(LockError::Zk(Error::SessionExpired))),
+        matches!(result, Err(zk_recipes::Error::Zk(Error::SessionExpired))),
         "{result:?}"
     );
     assert_eq!(waiter_client.state(), SessionState::Expired);

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zk_proto::{Client, Error, SessionState};
+use zk_recipes::Error as RecipeError;
 use zk_recipes::barrier::DoubleBarrier;
 use zk_recipes::election::{LeaderLatch, Leadership};
 use zk_recipes::queue::Queue;
@@ -589,7 +590,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
     let taken = within("X's take", WITHIN, Queue::new(&x.client, path).try_take()).await;
     assert_eq!(
         taken,
-        Err(Error::ConnectionLoss),
+        Err(RecipeError::Zk(Error::ConnectionLoss)),
         "X never learns its claim"
     );
     assert!(armed.has_fired(), "the delete reached the server");
@@ -697,7 +698,7 @@ const MARGIN: Duration = Duration::from_millis(1500);
 async fn leave_all(
     barriers: &[DoubleBarrier],
     timeout: Duration,
-) -> Vec<(zk_proto::Result<bool>, Duration)> {
+) -> Vec<(zk_recipes::Result<()>, Duration)> {
     let tasks: Vec<_> = barriers
         .iter()
         .cloned()
@@ -724,9 +725,9 @@ async fn leave_all(
 /// 4 s session, then crashes (proxy isolated, client dropped without closing), so its
 /// ephemeral node stays until the server expires its session.
 ///
-/// Pass criteria: the three live members' `leave(1 s)` returns `Ok(false)` (timed out, the
+/// Pass criteria: the three live members' `leave(1 s)` returns `Err(Timeout)` (timed out, the
 /// documented result) after 1 s and within 1 s + 1.5 s, while X's node still exists; their
-/// next `leave(20 s)` returns `Ok(true)` (all left, X's departure being its expiry) without
+/// next `leave(20 s)` returns `Ok(())` (all left, X's departure being its expiry) without
 /// waiting for the deadline, and X's node and the `ready` node are gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
@@ -756,7 +757,7 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
         let entered = within("enter", WITHIN + MARGIN, entered)
             .await
             .expect("enter did not panic");
-        assert_eq!(entered, Ok(true), "every member is in");
+        assert_eq!(entered, Ok(()), "every member is in");
     }
 
     // X crashes: cut off, forgotten; its session lives on the server for 4 s.
@@ -767,7 +768,11 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
 
     // The others' leave honours its short deadline while X's node is still there.
     for (result, took) in leave_all(&live, SHORT).await {
-        assert_eq!(result, Ok(false), "leave timed out: not everyone left");
+        assert_eq!(
+            result,
+            Err(RecipeError::Timeout),
+            "leave timed out: not everyone left"
+        );
         assert_within(took, SHORT, MARGIN, "leave with a 1 s deadline");
     }
     assert!(
@@ -782,7 +787,7 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
     // Leaving again completes once the server expired X's session.
     let again = Instant::now();
     for (result, took) in leave_all(&live, WITHIN).await {
-        assert_eq!(result, Ok(true), "all left once X's session expired");
+        assert_eq!(result, Ok(()), "all left once X's session expired");
         assert!(took < WITHIN, "returned on X's expiry, not at the deadline");
     }
     eprintln!(
@@ -816,7 +821,7 @@ async fn double_barrier_member_crashes_before_leaving_others_honour_deadline() {
 ///
 /// Pass criteria: X's own `enter` fails with `SessionExpired` (the documented result when the
 /// session ends while waiting) instead of hanging; the live members' `enter(1 s)` returns
-/// `Ok(false)` after 1 s and within 1 s + 1.5 s (X no longer counts, so only 2 of 3 are in),
+/// `Err(Timeout)` after 1 s and within 1 s + 1.5 s (X no longer counts, so only 2 of 3 are in),
 /// and their nodes are deleted again: the barrier node has no children and no `ready`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
@@ -839,7 +844,7 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
     let entered = within("X's enter ends with its session", WITHIN, waiting)
         .await
         .expect("enter did not panic");
-    assert_eq!(entered, Err(Error::SessionExpired));
+    assert_eq!(entered, Err(RecipeError::Zk(Error::SessionExpired)));
     wait_exists(&direct, &crashed_node, false, WITHIN).await;
     drop(x);
 
@@ -865,7 +870,11 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
         let (result, took) = within("enter returns", SHORT + WITHIN, task)
             .await
             .expect("enter did not panic");
-        assert_eq!(result, Ok(false), "only 2 of 3 are in: timed out");
+        assert_eq!(
+            result,
+            Err(RecipeError::Timeout),
+            "only 2 of 3 are in: timed out"
+        );
         assert_within(took, SHORT, MARGIN, "enter with a 1 s deadline");
     }
     // A timed-out enter queues the delete of its node and returns.
@@ -892,11 +901,10 @@ async fn double_barrier_member_crashes_while_entering_others_honour_deadline() {
 /// come. Meanwhile the barrier, double barrier (enter and leave), start gate and queue (take
 /// and bounded put) calls are made with a 1 s timeout, all at once.
 ///
-/// Pass criteria: each returns its "timed out" result (`false` / `None`) after 1 s and within
-/// 1 s + 1.5 s, not when the session or a request times out. Once the proxy lets the session
-/// back in (same session), the double barrier and start gate nodes whose creates were queued
-/// while cut off are deleted again (their deletes were queued after the creates), and the
-/// bounded put added nothing.
+/// Pass criteria: each returns `Err(Timeout)` after 1 s and within 1 s + 1.5 s, not when the
+/// session or a request times out. Once the proxy lets the session back in (same session), the
+/// double barrier and start gate nodes whose creates were queued while cut off are deleted
+/// again (their deletes were queued after the creates), and the bounded put added nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
     use zk_recipes::barrier::{Barrier, StartGate};
@@ -916,13 +924,10 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
     let gate = StartGate::new(&client, "/deadline/gate", 2);
     let queue = Queue::new(&client, "/deadline/queue");
     let bounded_queue = BoundedQueue::new(&client, "/deadline/bounded", 1);
-    assert!(
-        bounded_queue
-            .put(&b"first"[..], Some(WITHIN))
-            .await
-            .expect("put")
-            .is_some()
-    );
+    bounded_queue
+        .put(&b"first"[..], Some(WITHIN))
+        .await
+        .expect("put");
     // The parents exist, so what is queued while cut off is each call's own work.
     for path in ["/deadline/dbarrier", "/deadline/gate", "/deadline/queue"] {
         direct
@@ -941,7 +946,7 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
                 let b = barrier.clone();
                 async move { format!("{:?}", b.wait(Some(SHORT)).await) }
             }),
-            "Ok(false)",
+            "Err(Timeout)",
         ),
         (
             "double barrier enter",
@@ -949,7 +954,7 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
                 let b = entering.clone();
                 async move { format!("{:?}", b.enter(Some(SHORT)).await) }
             }),
-            "Ok(false)",
+            "Err(Timeout)",
         ),
         (
             "double barrier leave",
@@ -957,7 +962,7 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
                 let b = leaving.clone();
                 async move { format!("{:?}", b.leave(Some(SHORT)).await) }
             }),
-            "Ok(false)",
+            "Err(Timeout)",
         ),
         (
             "start gate join",
@@ -965,15 +970,15 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
                 let g = gate.clone();
                 async move { format!("{:?}", g.join(Some(SHORT)).await) }
             }),
-            "Ok(None)",
+            "Err(Timeout)",
         ),
         (
             "queue take",
             timed({
                 let q = queue.clone();
-                async move { format!("{:?}", q.take(Some(SHORT)).await.map(|i| i.map(|i| i.name))) }
+                async move { format!("{:?}", q.take(Some(SHORT)).await.map(|i| i.name)) }
             }),
-            "Ok(None)",
+            "Err(Timeout)",
         ),
         (
             "bounded queue put",
@@ -981,7 +986,7 @@ async fn timed_recipe_calls_return_at_their_deadline_while_no_server_answers() {
                 let q = bounded_queue.clone();
                 async move { format!("{:?}", q.put(&b"second"[..], Some(SHORT)).await) }
             }),
-            "Ok(None)",
+            "Err(Timeout)",
         ),
     ];
     for (name, call, expected) in calls {

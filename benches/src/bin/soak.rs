@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zk_proto::Client;
-use zk_recipes::lock::{Lock, LockError};
+use zk_recipes::Error;
+use zk_recipes::lock::Lock;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -105,11 +106,11 @@ async fn contender(
             },
         };
         let lock = Lock::new(&c, &path);
-        let guard = match lock.acquire_timeout(Duration::from_secs(20)).await {
+        let guard = match lock.acquire(Some(Duration::from_secs(20))).await {
             Ok(guard) => guard,
             Err(e) => {
                 tally.failed_acquires.fetch_add(1, Ordering::Relaxed);
-                if matches!(e, LockError::Zk(ref z) if z.is_terminal()) {
+                if matches!(e, Error::Zk(ref z) if z.is_terminal()) {
                     client = None;
                 }
                 continue;

@@ -394,7 +394,7 @@ async fn lock_uncontended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
             section = Some(Section::start(ctx));
         }
         let t0 = Instant::now();
-        let guard = lock.acquire().await?;
+        let guard = lock.acquire(None).await?;
         let t1 = Instant::now();
         guard.release().await?;
         let t2 = Instant::now();
@@ -444,7 +444,11 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     ensure_node(&clients[0], &path, b"").await?;
     // Warm-up: one cycle per session, one after the other.
     for client in &clients {
-        Lock::new(client, &path).acquire().await?.release().await?;
+        Lock::new(client, &path)
+            .acquire(None)
+            .await?
+            .release()
+            .await?;
     }
     let total = c.contended_sessions * c.contended_cycles;
     let progress = Arc::new(Progress::new(ctx, "lock_contended", total));
@@ -458,7 +462,7 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
         let cycles = c.contended_cycles;
         tasks.push(tokio::spawn(async move {
             for _ in 0..cycles {
-                let guard = lock.acquire().await?;
+                let guard = lock.acquire(None).await?;
                 let acquired = Instant::now();
                 if let Some(started) = lock_or_recover(&shared.release_started).take() {
                     lock_or_recover(&shared.handoffs).push(acquired - started);
@@ -478,7 +482,7 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
                 lock_or_recover(&shared.releases).push(release_started.elapsed());
                 progress.tick(shared.done.fetch_add(1, Ordering::SeqCst) + 1);
             }
-            Ok::<(), zk_recipes::lock::LockError>(())
+            Ok::<(), zk_recipes::Error>(())
         }));
     }
     for task in tasks {
@@ -535,7 +539,7 @@ async fn election_failover(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
             let mut leadership = latch.leadership();
             let tx = tx.clone();
             watchers.push(tokio::spawn(async move {
-                if leadership.wait_leader().await.is_ok() {
+                if leadership.wait_leader(None).await.is_ok() {
                     let _ = tx.send(Instant::now());
                 }
             }));

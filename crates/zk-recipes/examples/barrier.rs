@@ -22,14 +22,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let client = Client::connect(&connect).await?;
         workers.push(tokio::spawn(async move {
             let barrier = DoubleBarrier::new(&client, "/example-barrier", WORKERS);
+            // Everyone must enter (and leave) in time: a timeout is `zk_recipes::Error::Timeout`.
             let limit = Some(Duration::from_secs(30));
-            assert!(barrier.enter(limit).await?, "everyone entered in time");
+            barrier.enter(limit).await?;
             println!("worker {worker} entered: all {WORKERS} are in");
             // The work of this round.
             tokio::time::sleep(Duration::from_millis(20 * worker as u64)).await;
-            assert!(barrier.leave(limit).await?, "everyone left in time");
+            barrier.leave(limit).await?;
             println!("worker {worker} left: all {WORKERS} are done");
-            Ok::<_, zk_recipes::zk_proto::Error>(())
+            Ok::<_, zk_recipes::Error>(())
         }));
     }
     for worker in workers {

@@ -17,7 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "127.0.0.1:2181".into());
     let path = "/example-election";
     let first = LeaderLatch::start(&Client::connect(&connect).await?, path, "first");
-    first.wait_leader().await?;
+    first.wait_leader(None).await?;
     // Joins after `first` leads: it waits in line.
     let second = LeaderLatch::start(&Client::connect(&connect).await?, path, "second");
 
@@ -28,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };
-        match run_while_leading(&latch.leadership(), work).await? {
+        match run_while_leading(&latch.leadership(), work, None).await? {
             RunOutcome::Completed(()) => println!("{name} finished its work; stepping down"),
             RunOutcome::LeadershipLost => println!("{name} lost the leadership mid-work"),
         }

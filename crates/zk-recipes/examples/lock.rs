@@ -17,14 +17,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bob = Client::connect(&connect).await?;
     let path = "/example-lock";
 
-    let held = Lock::new(&alice, path).acquire().await?;
+    let held = Lock::new(&alice, path).acquire(None).await?;
     println!(
         "alice holds the lock, fencing token {}",
         held.fencing_token()
     );
 
     // Bob queues behind Alice.
-    let waiting = tokio::spawn(async move { Lock::new(&bob, path).acquire().await });
+    let waiting = tokio::spawn(async move { Lock::new(&bob, path).acquire(None).await });
 
     // Alice's protected work would pass the token to the resource it writes, which rejects
     // any token lower than the highest it has seen.

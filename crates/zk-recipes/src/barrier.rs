@@ -5,13 +5,17 @@
 //!
 //! See `docs/recipes-barrier-queue.md` for the node layouts, round trips and failure
 //! behaviour.
+//!
+//! The ZooKeeper errors these docs name ([`Error::NoAuth`], [`Error::SessionExpired`], ...)
+//! come wrapped in [`crate::Error::Zk`]; a timeout is [`crate::Error::Timeout`].
 
 use std::time::Duration;
 
-use zk_proto::{Client, CreateOptions, Error, EventType, Result};
+use zk_proto::{Client, CreateOptions, Error, EventType};
 
+use crate::Result;
 use crate::cleanup::withdraw;
-use crate::deadline::{deadline_of, until};
+use crate::deadline::within;
 
 /// The name of the node a [`DoubleBarrier`] creates when enough participants have entered.
 pub const READY_NODE: &str = "ready";
@@ -56,7 +60,7 @@ pub(crate) async fn ensure_path(client: &Client, path: &str) -> Result<()> {
             }
         }
     }
-    first_error.map_or(Ok(()), Err)
+    first_error.map_or(Ok(()), |error| Err(error.into()))
 }
 
 /// A barrier: while its node exists, [`wait`](Barrier::wait) blocks; removing the node
@@ -113,10 +117,10 @@ impl Barrier {
                 match self.client.create(&self.path, "", &options).await {
                     Ok(_) => Ok(true),
                     Err(Error::NodeExists) => Ok(false),
-                    Err(error) => Err(error),
+                    Err(error) => Err(error.into()),
                 }
             }
-            Err(error) => Err(error),
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -141,21 +145,21 @@ impl Barrier {
         match self.client.delete(&self.path, None).await {
             Ok(()) => Ok(true),
             Err(Error::NoNode) => Ok(false),
-            Err(error) => Err(error),
+            Err(error) => Err(error.into()),
         }
     }
 
     /// Waits until the barrier node does not exist, at most `timeout` (`None`: no limit).
-    /// Returns `true` when the barrier is open, `false` when the timeout passed first (also
-    /// while no server answers). The timeout bounds the whole call, its round trips included,
-    /// so a zero timeout is no way to ask whether the barrier is open.
+    /// Returns `Ok(())` when the barrier is open. The timeout bounds the whole call, its round
+    /// trips included, so a zero timeout is no way to ask whether the barrier is open.
     ///
     /// Round trips: 1 (an `exists` with a watch), plus 1 per change of the node seen while
     /// waiting (a data change re-arms the watch).
     ///
     /// # Errors
     ///
-    /// The connection errors of the `exists` calls; while waiting on the watch a
+    /// [`crate::Error::Timeout`] when `timeout` passed first (also while no server answers);
+    /// the connection errors of the `exists` calls; while waiting on the watch a
     /// disconnection is not an error (the client re-registers the watch on reconnect).
     ///
     /// # Cancellation safety
@@ -165,21 +169,19 @@ impl Barrier {
     /// # Session loss
     ///
     /// [`Error::SessionExpired`] (or [`Error::Closed`]) when the session ends while waiting.
-    pub async fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
-        until(deadline_of(timeout), self.wait_open())
-            .await
-            .unwrap_or(Ok(false))
+    pub async fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        within(timeout, self.wait_open()).await?
     }
 
-    /// Waits, without a deadline, until the node does not exist; always `Ok(true)` or an error.
-    async fn wait_open(&self) -> Result<bool> {
+    /// Waits, without a deadline, until the node does not exist.
+    async fn wait_open(&self) -> Result<()> {
         loop {
             let (stat, watch) = self.client.exists_watch(&self.path).await?;
             if stat.is_none() {
-                return Ok(true);
+                return Ok(());
             }
             if watch.changed().await?.event_type == EventType::NODE_DELETED {
-                return Ok(true);
+                return Ok(());
             }
         }
     }
@@ -244,13 +246,8 @@ impl DoubleBarrier {
         join_path(&self.path, &self.name)
     }
 
-    /// Enters the barrier and waits, at most `timeout`, until `count` participants have
-    /// entered. Returns `true` once entered; `false` when the timeout passed first, also
-    /// while no server answers: this participant's node is then deleted again, so it no
-    /// longer counts (the delete is queued before `enter` returns and retried in the
-    /// background, so the caller never waits for a server past the deadline). A timeout that
-    /// passes while this participant's create of `ready` is in flight may let the others enter
-    /// with it counted.
+    /// Enters the barrier and waits, at most `timeout` (`None`: no limit), until `count`
+    /// participants have entered. Returns `Ok(())` once entered.
     ///
     /// Round trips: 1 (exists-with-watch on `ready`, create of the own ephemeral node and
     /// getChildren are queued back to back), plus 1 for the participant that creates `ready`,
@@ -258,6 +255,12 @@ impl DoubleBarrier {
     /// the barrier node is missing.
     ///
     /// # Errors
+    ///
+    /// [`crate::Error::Timeout`] when `timeout` passed first, also while no server answers:
+    /// this participant's node is then deleted again, so it no longer counts (the delete is
+    /// queued before `enter` returns and retried in the background, so the caller never waits
+    /// for a server past the deadline). A timeout that passes while this participant's create
+    /// of `ready` is in flight may let the others enter with it counted.
     ///
     /// [`Error::NoAuth`] and the connection errors. `enter` is idempotent for this
     /// participant (its node name is fixed), so it can be called again after
@@ -272,15 +275,10 @@ impl DoubleBarrier {
     ///
     /// The participant's node is ephemeral: when the session expires it disappears and the
     /// call fails with [`Error::SessionExpired`]; others then never count it.
-    pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
-        match until(deadline_of(timeout), self.enter_and_wait()).await {
-            Some(Ok(())) => Ok(true),
-            Some(Err(error)) => Err(error),
-            None => {
-                withdraw(&self.client, self.node_path());
-                Ok(false)
-            }
-        }
+    pub async fn enter(&self, timeout: Option<Duration>) -> Result<()> {
+        within(timeout, self.enter_and_wait())
+            .await
+            .inspect_err(|_| withdraw(&self.client, self.node_path()))?
     }
 
     /// Enters and waits, without a deadline, until `ready` exists.
@@ -299,7 +297,7 @@ impl DoubleBarrier {
                 ensure_path(&self.client, &self.path).await?;
                 return Box::pin(self.enter_and_wait()).await;
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
         let children = listed.await?;
         if exists.is_some() {
@@ -312,7 +310,7 @@ impl DoubleBarrier {
                 .await
             {
                 Ok(_) | Err(Error::NodeExists) => Ok(()),
-                Err(error) => Err(error),
+                Err(error) => Err(error.into()),
             };
         }
         let mut watch = watch;
@@ -328,17 +326,18 @@ impl DoubleBarrier {
         }
     }
 
-    /// Leaves the barrier and waits, at most `timeout`, until every participant has left.
-    /// Returns `true` when all have left (the last step deletes `ready`, so the barrier can
-    /// be used for another round), `false` when the timeout passed first, also while no
-    /// server answers (this participant's node may already be deleted).
+    /// Leaves the barrier and waits, at most `timeout` (`None`: no limit), until every
+    /// participant has left. Returns `Ok(())` when all have left (the last step deletes
+    /// `ready`, so the barrier can be used for another round).
     ///
     /// Round trips: 1 getChildren per wake-up, plus a delete and an exists-with-watch
     /// (queued back to back) per wake-up; at the end 1 delete of `ready`.
     ///
     /// # Errors
     ///
-    /// [`Error::NoAuth`] and the connection errors; `leave` can be called again after one.
+    /// [`crate::Error::Timeout`] when `timeout` passed first, also while no server answers
+    /// (this participant's node may already be deleted); [`Error::NoAuth`] and the connection
+    /// errors. `leave` can be called again after any of them.
     ///
     /// # Cancellation safety
     ///
@@ -349,21 +348,18 @@ impl DoubleBarrier {
     ///
     /// When the session expires this participant's node disappears (which is a departure
     /// for the others) and the call fails with [`Error::SessionExpired`].
-    pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
-        until(deadline_of(timeout), self.leave_and_wait())
-            .await
-            .unwrap_or(Ok(false))
+    pub async fn leave(&self, timeout: Option<Duration>) -> Result<()> {
+        within(timeout, self.leave_and_wait()).await?
     }
 
-    /// Leaves and waits, without a deadline, until every participant has left; always
-    /// `Ok(true)` or an error.
-    async fn leave_and_wait(&self) -> Result<bool> {
+    /// Leaves and waits, without a deadline, until every participant has left.
+    async fn leave_and_wait(&self) -> Result<()> {
         let node = self.node_path();
         loop {
             let mut children = match self.client.get_children(&self.path).await {
                 Ok(children) => children,
                 Err(Error::NoNode) => Vec::new(),
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             };
             children.retain(|c| is_participant(c));
             children.sort();
@@ -374,7 +370,7 @@ impl DoubleBarrier {
             if ours && children.len() == 1 {
                 match self.client.delete(&node, None).await {
                     Ok(()) | Err(Error::NoNode) => {}
-                    Err(error) => return Err(error),
+                    Err(error) => return Err(error.into()),
                 }
                 break;
             }
@@ -390,7 +386,7 @@ impl DoubleBarrier {
                 if let Some(deleted) = deleted {
                     match deleted.await {
                         Ok(()) | Err(Error::NoNode) => {}
-                        Err(error) => return Err(error),
+                        Err(error) => return Err(error.into()),
                     }
                 }
                 watched.await?
@@ -404,8 +400,8 @@ impl DoubleBarrier {
             .delete(&join_path(&self.path, READY_NODE), None)
             .await
         {
-            Ok(()) | Err(Error::NoNode) => Ok(true),
-            Err(error) => Err(error),
+            Ok(()) | Err(Error::NoNode) => Ok(()),
+            Err(error) => Err(error.into()),
         }
     }
 }
@@ -468,11 +464,7 @@ impl StartGate {
         join_path(&self.path, &self.name)
     }
 
-    /// Joins and waits, at most `timeout`, for the start. `Ok(None)` when the timeout passed
-    /// first, also while no server answers: the member node is then deleted, so it no longer
-    /// counts (the delete is queued before `join` returns and retried in the background). A
-    /// timeout that passes while this participant's create of `start` is in flight may start
-    /// the others with it counted.
+    /// Joins and waits, at most `timeout` (`None`: no limit), for the start.
     ///
     /// Round trips: 1 (exists-with-watch on `start`, create of the member node and
     /// getChildren are queued back to back), plus 1 for every participant that sees the
@@ -480,6 +472,11 @@ impl StartGate {
     /// the gate node is missing.
     ///
     /// # Errors
+    ///
+    /// [`crate::Error::Timeout`] when `timeout` passed first, also while no server answers:
+    /// the member node is then deleted, so it no longer counts (the delete is queued before
+    /// `join` returns and retried in the background). A timeout that passes while this
+    /// participant's create of `start` is in flight may start the others with it counted.
     ///
     /// [`Error::NoAuth`] and the connection errors. `join` is idempotent for this
     /// participant, so it can be called again after [`Error::ConnectionLoss`].
@@ -493,14 +490,10 @@ impl StartGate {
     ///
     /// The member node is ephemeral and disappears with the session; the call fails with
     /// [`Error::SessionExpired`]. A start already created stays.
-    pub async fn join(&self, timeout: Option<Duration>) -> Result<Option<Started>> {
-        match until(deadline_of(timeout), self.join_and_wait()).await {
-            Some(started) => started.map(Some),
-            None => {
-                withdraw(&self.client, self.node_path());
-                Ok(None)
-            }
-        }
+    pub async fn join(&self, timeout: Option<Duration>) -> Result<Started> {
+        within(timeout, self.join_and_wait())
+            .await
+            .inspect_err(|_| withdraw(&self.client, self.node_path()))?
     }
 
     /// Joins and waits, without a deadline, for the start node.
@@ -517,7 +510,7 @@ impl StartGate {
                 ensure_path(&self.client, &self.path).await?;
                 return Box::pin(self.join_and_wait()).await;
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
         let children = listed.await?;
         if exists.is_some() {
@@ -539,7 +532,7 @@ impl StartGate {
             {
                 Ok(_) => created_start = true,
                 Err(Error::NodeExists) => {}
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             }
         }
         loop {
@@ -579,7 +572,7 @@ impl StartGate {
         match self.client.delete(&self.node_path(), None).await {
             Ok(()) => Ok(true),
             Err(Error::NoNode) => Ok(false),
-            Err(error) => Err(error),
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -607,7 +600,7 @@ impl StartGate {
         {
             Ok(()) => Ok(true),
             Err(Error::NoNode) => Ok(false),
-            Err(error) => Err(error),
+            Err(error) => Err(error.into()),
         }
     }
 }

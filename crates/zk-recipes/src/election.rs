@@ -18,6 +18,10 @@
 //! connection at the latest after its read timeout (two thirds of the session timeout), so the
 //! loss is reported before anyone else can lead. When the connection comes back with the
 //! session intact, the node is still there and the leadership is reported again.
+//!
+//! **Errors.** The ZooKeeper errors these docs name ([`Error::Closed`],
+//! [`Error::SessionExpired`], ...) come wrapped in [`crate::Error::Zk`]; a call's timeout is
+//! [`crate::Error::Timeout`], after which the candidate is still in the election.
 
 mod latch;
 mod master;
@@ -25,9 +29,14 @@ mod once;
 mod run;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::watch;
+// The candidates' machinery works with the client's errors (`Result` here is zk_proto's);
+// the public calls return `crate::Result`.
 use zk_proto::{Client, CreateOptions, Error, Result, SessionState};
+
+use crate::deadline::within;
 
 pub use latch::{LATCH_NAME, LeaderLatch, current_leader};
 pub use master::{DEFAULT_HEAD_START, MasterElection, MasterElectionBuilder, current_master};
@@ -62,12 +71,14 @@ impl Leadership {
         self.end.lock().ok().and_then(|end| end.clone())
     }
 
-    /// Waits until the candidate leads (at once if it does).
+    /// Waits until the candidate leads (at once if it does), at most `timeout` (`None`: no
+    /// limit).
     ///
     /// # Errors
     ///
-    /// The reason the election ended ([`Error::Closed`] when it was closed by the caller,
-    /// [`Error::SessionExpired`] …) if it ends before this candidate leads.
+    /// [`crate::Error::Timeout`] when `timeout` passed first: the candidate stays in the
+    /// election. The reason the election ended ([`Error::Closed`] when it was closed by the
+    /// caller, [`Error::SessionExpired`] …) if it ends before this candidate leads.
     ///
     /// # Cancellation safety
     ///
@@ -77,21 +88,24 @@ impl Leadership {
     ///
     /// Leadership is never reported while the client is not `Connected`; this keeps waiting
     /// through a disconnection, and fails when the session ends.
-    pub async fn wait_leader(&mut self) -> Result<()> {
-        let leading = self.rx.wait_for(|leading| *leading).await.is_ok();
+    pub async fn wait_leader(&mut self, timeout: Option<Duration>) -> crate::Result<()> {
+        let leading = within(timeout, self.rx.wait_for(|leading| *leading))
+            .await?
+            .is_ok();
         if leading {
             Ok(())
         } else {
-            Err(self.end_reason().unwrap_or(Error::Closed))
+            Err(self.end_reason().unwrap_or(Error::Closed).into())
         }
     }
 
     /// Waits until the candidate does not lead (at once if it does not), or the election
-    /// ended.
+    /// ended; at most `timeout` (`None`: no limit).
     ///
     /// # Errors
     ///
-    /// None: an ended election is a lost leadership.
+    /// [`crate::Error::Timeout`] when `timeout` passed while the candidate led (it still
+    /// leads); no other: an ended election is a lost leadership.
     ///
     /// # Cancellation safety
     ///
@@ -100,28 +114,30 @@ impl Leadership {
     /// # Session loss
     ///
     /// Returns as soon as the client leaves the `Connected` state.
-    pub async fn wait_lost(&mut self) -> Result<()> {
-        let _ = self.rx.wait_for(|leading| !*leading).await;
+    pub async fn wait_lost(&mut self, timeout: Option<Duration>) -> crate::Result<()> {
+        let _ = within(timeout, self.rx.wait_for(|leading| !*leading)).await?;
         Ok(())
     }
 
-    /// Waits for the next change of the leadership and returns the new value.
+    /// Waits for the next change of the leadership, at most `timeout` (`None`: no limit),
+    /// and returns the new value.
     ///
     /// # Errors
     ///
-    /// The reason the election ended, once it has.
+    /// [`crate::Error::Timeout`] when `timeout` passed with no change; the reason the
+    /// election ended, once it has.
     ///
     /// # Cancellation safety
     ///
-    /// Cancel-safe: a change not yet seen is seen by the next call.
+    /// Cancel-safe: a change not yet seen is seen by the next call (also after a timeout).
     ///
     /// # Session loss
     ///
     /// The loss of the connection is a change to `false`.
-    pub async fn changed(&mut self) -> Result<bool> {
-        match self.rx.changed().await {
+    pub async fn changed(&mut self, timeout: Option<Duration>) -> crate::Result<bool> {
+        match within(timeout, self.rx.changed()).await? {
             Ok(()) => Ok(*self.rx.borrow_and_update()),
-            Err(_) => Err(self.end_reason().unwrap_or(Error::Closed)),
+            Err(_) => Err(self.end_reason().unwrap_or(Error::Closed).into()),
         }
     }
 }

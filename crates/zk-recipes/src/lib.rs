@@ -7,6 +7,40 @@
 //! - [`barrier`] and [`queue`]: barriers, the double barrier, the start gate, FIFO and bounded
 //!   queues.
 //!
+//! Every fallible call returns [`Result`], whose error is [`Error`]: a ZooKeeper error
+//! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter.
+//!
+//! # Timeouts
+//!
+//! Every call that waits for something other than a single request (for a lock, a barrier,
+//! an item, room in a queue, the leadership, a node's deletion) takes `timeout:
+//! Option<Duration>` as its last argument: `None` waits without a limit, `Some(t)` gives up
+//! after `t` with [`Error::Timeout`] (never with `false` or `None`). The timeout bounds the
+//! whole call, its requests included, so it also ends a call made while no server answers
+//! (the queues' one exception: a request that claims or adds an item is awaited once sent, so
+//! that the timeout never loses an item; see [`Queue::take`](queue::Queue::take)).
+//! A call that gives up cleans up what it had created, as for its other errors (a lock
+//! contender's node, a barrier participant's node), and a call that only observes (an
+//! election's `wait_leader`) leaves the candidate in the race. The calls that only send
+//! requests (`put` on a [`Queue`](queue::Queue), `try_take`, `set`, `release`, `close`, ...)
+//! take no timeout: their requests are bounded by the client's request timeout
+//! ([`ClientBuilder::request_timeout`](zk_proto::ClientBuilder::request_timeout)), when one
+//! is set.
+//!
+//! ```no_run
+//! # async fn example(client: zk_proto::Client) -> zk_recipes::Result<()> {
+//! use std::time::Duration;
+//! use zk_recipes::{Error, lock::Lock};
+//!
+//! match Lock::new(&client, "/locks/jobs").acquire(Some(Duration::from_secs(5))).await {
+//!     Ok(guard) => guard.release().await?,
+//!     Err(Error::Timeout) => { /* busy elsewhere; our contender node is gone */ }
+//!     Err(error) => return Err(error),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Runtime
 //!
 //! Like `zk_proto`, the recipes run on a tokio runtime: they spawn tasks (a latch's candidate,
@@ -23,8 +57,15 @@ pub mod barrier;
 mod cleanup;
 mod deadline;
 pub mod election;
+mod error;
 pub mod lock;
 pub mod queue;
 pub mod sequential;
 
+pub use error::{Error, Result};
 pub use zk_proto;
+
+/// The example of `docs/recipes-lock.md`, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recipes-lock.md")]
+pub struct LockGuideDoctests;

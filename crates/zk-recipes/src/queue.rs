@@ -13,13 +13,17 @@
 //! every item goes to exactly one consumer.
 //!
 //! See `docs/recipes-barrier-queue.md` for round trips and failure behaviour.
+//!
+//! The ZooKeeper errors these docs name ([`Error::NoAuth`], [`Error::SessionExpired`], ...)
+//! come wrapped in [`crate::Error::Zk`]; a timeout is [`crate::Error::Timeout`].
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
-use zk_proto::{Client, CreateMode, CreateOptions, Error, MultiItem, MultiOperation, Result};
+use zk_proto::{Client, CreateMode, CreateOptions, Error, MultiItem, MultiOperation};
 
+use crate::Result;
 use crate::barrier::{ensure_path, join_path};
 use crate::deadline::{deadline_of, until, wait_watch};
 use crate::sequential::{sequence_of, sort_by_sequence};
@@ -100,7 +104,7 @@ impl Queue {
                 ensure_path(&self.client, &self.path).await?;
                 Ok(self.client.create(&prefix, data, &options).await?.0)
             }
-            Err(error) => Err(error),
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -123,7 +127,7 @@ impl Queue {
         match self.client.get_children(&self.path).await {
             Ok(children) => Ok(children.iter().filter(|c| is_item(c)).count()),
             Err(Error::NoNode) => Ok(0),
-            Err(error) => Err(error),
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -149,20 +153,21 @@ impl Queue {
         let children = match self.client.get_children(&self.path).await {
             Ok(children) => children,
             Err(Error::NoNode) => return Ok(None),
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         };
         Ok(self.claim_first(children, None).await?.0)
     }
 
     /// Takes the oldest item, waiting at most `timeout` (`None`: no limit) for one to be
-    /// added. `Ok(None)` when the timeout passed first.
+    /// added.
     ///
     /// Round trips: as [`try_take`](Self::try_take) (the getChildren also leaves a watch);
     /// when the queue is empty, 1 more getChildren per wake-up of the watch.
     ///
     /// # Errors
     ///
-    /// As [`try_take`](Self::try_take). A disconnection while waiting is not an error: the
+    /// [`crate::Error::Timeout`] when `timeout` passed first (no item was taken); otherwise as
+    /// [`try_take`](Self::try_take). A disconnection while waiting is not an error: the
     /// client re-registers the watch on reconnect.
     ///
     /// # Cancellation safety
@@ -177,48 +182,37 @@ impl Queue {
     /// # Session loss
     ///
     /// Fails with [`Error::SessionExpired`] (also while waiting); no item is lost by it.
-    pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
+    pub async fn take(&self, timeout: Option<Duration>) -> Result<Item> {
         let deadline = deadline_of(timeout);
         loop {
-            let Some(listed) = until(deadline, self.client.get_children_watch(&self.path)).await
-            else {
-                return Ok(None);
-            };
+            let listed = until(deadline, self.client.get_children_watch(&self.path)).await?;
             let (children, watch) = match listed {
                 Ok(listed) => listed,
                 Err(Error::NoNode) => {
                     // Wait for the queue node itself.
-                    let Some(exists) = until(deadline, self.client.exists_watch(&self.path)).await
-                    else {
-                        return Ok(None);
-                    };
-                    let (stat, watch) = exists?;
-                    if stat.is_some() {
-                        continue;
-                    }
-                    if wait_watch(watch, deadline).await?.is_none() {
-                        return Ok(None);
+                    let (stat, watch) =
+                        until(deadline, self.client.exists_watch(&self.path)).await??;
+                    if stat.is_none() {
+                        wait_watch(watch, deadline).await?;
                     }
                     continue;
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             };
             match self.claim_first(children, deadline).await? {
-                (Some(item), _) => return Ok(Some(item)),
+                (Some(item), _) => return Ok(item),
                 // An item changed under us: list again rather than wait for a child change.
                 (None, true) => continue,
                 (None, false) => {}
             }
-            if wait_watch(watch, deadline).await?.is_none() {
-                return Ok(None);
-            }
+            wait_watch(watch, deadline).await?;
         }
     }
 
     /// Claims the first item of `children` (in sequence order) that no other consumer got.
     /// The flag tells whether an item was skipped because its version changed between the
     /// read and the delete (it is still there: worth listing again). Past `deadline` it
-    /// reads no more items (`(None, false)`); a delete once sent is awaited.
+    /// reads no more items ([`crate::Error::Timeout`]); a delete once sent is awaited.
     async fn claim_first(
         &self,
         mut children: Vec<String>,
@@ -229,13 +223,10 @@ impl Queue {
         let mut changed = false;
         for name in children {
             let path = join_path(&self.path, &name);
-            let Some(read) = until(deadline, self.client.get_data(&path)).await else {
-                return Ok((None, false));
-            };
-            let (data, stat) = match read {
+            let (data, stat) = match until(deadline, self.client.get_data(&path)).await? {
                 Ok(read) => read,
                 Err(Error::NoNode) => continue,
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             };
             match self.client.delete(&path, Some(stat.version)).await {
                 Ok(()) => return Ok((Some(Item { name, data }), changed)),
@@ -243,7 +234,7 @@ impl Queue {
                 Err(Error::NoNode) => {}
                 // Changed since read: try the next one; the next listing sees it again.
                 Err(Error::BadVersion) => changed = true,
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             }
         }
         Ok((None, changed))
@@ -287,50 +278,40 @@ impl BoundedQueue {
     }
 
     /// Adds an item, waiting at most `timeout` (`None`: no limit) while the queue is full.
-    /// Returns the item's node path, `Ok(None)` when the timeout passed first (nothing was
-    /// added).
+    /// Returns the item's node path.
     ///
     /// Round trips: 2 when there is room and no other producer races (getChildren2, then the
     /// multi); 1 more per lost race; while full, 1 getChildren with a watch per wake-up.
     ///
     /// # Errors
     ///
-    /// As [`Queue::put`]: after [`Error::ConnectionLoss`] on the multi the item may or may
-    /// not have been added.
+    /// [`crate::Error::Timeout`] when `timeout` passed first: nothing was added. Otherwise as
+    /// [`Queue::put`]: after [`Error::ConnectionLoss`] on the multi the item may or may not
+    /// have been added.
     ///
     /// # Cancellation safety
     ///
     /// Cancel-safe while waiting for room; dropping it once the multi was sent may or may
     /// not add the item. The `timeout` ends every step (listing, creating the queue node,
     /// waiting; also while no server answers) except the multi: once sent, that one is
-    /// awaited, so `Ok(None)` always means that nothing was added.
+    /// awaited, so a timeout always means that nothing was added.
     ///
     /// # Session loss
     ///
     /// Fails with [`Error::SessionExpired`] (also while waiting); items are persistent.
-    pub async fn put(
-        &self,
-        data: impl Into<Bytes>,
-        timeout: Option<Duration>,
-    ) -> Result<Option<String>> {
+    pub async fn put(&self, data: impl Into<Bytes>, timeout: Option<Duration>) -> Result<String> {
         let data = data.into();
         let client = &self.queue.client;
         let path = &self.queue.path;
         let deadline = deadline_of(timeout);
         loop {
-            let Some(listed) = until(deadline, client.get_children2(path)).await else {
-                return Ok(None);
-            };
-            let (children, stat) = match listed {
+            let (children, stat) = match until(deadline, client.get_children2(path)).await? {
                 Ok(listed) => listed,
                 Err(Error::NoNode) => {
-                    match until(deadline, ensure_path(client, path)).await {
-                        Some(ensured) => ensured?,
-                        None => return Ok(None),
-                    }
+                    until(deadline, ensure_path(client, path)).await??;
                     continue;
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             };
             if children.len() < self.capacity {
                 let ops = vec![
@@ -348,26 +329,21 @@ impl BoundedQueue {
                             MultiItem::Created { path, .. } => Some(path),
                             _ => None,
                         });
-                        return Ok(Some(created.unwrap_or_default()));
+                        return Ok(created.unwrap_or_default());
                     }
                     Some(Error::BadVersion) => continue,
-                    Some(error) => return Err(error.clone()),
+                    Some(error) => return Err(error.clone().into()),
                 }
             }
-            let Some(listed) = until(deadline, client.get_children_watch(path)).await else {
-                return Ok(None);
-            };
-            let (children, watch) = match listed {
+            let (children, watch) = match until(deadline, client.get_children_watch(path)).await? {
                 Ok(listed) => listed,
                 Err(Error::NoNode) => continue,
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             };
             if children.len() < self.capacity {
                 continue;
             }
-            if wait_watch(watch, deadline).await?.is_none() {
-                return Ok(None);
-            }
+            wait_watch(watch, deadline).await?;
         }
     }
 
@@ -386,7 +362,7 @@ impl BoundedQueue {
     /// # Session loss
     ///
     /// As [`Queue::take`].
-    pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
+    pub async fn take(&self, timeout: Option<Duration>) -> Result<Item> {
         self.queue.take(timeout).await
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use zk_recipes::Error;
 use zk_recipes::barrier::{Barrier, DoubleBarrier, START_NODE, StartGate};
 use zk_testkit::client::{builder, eventually, join, sessions, start_server};
 
@@ -36,12 +37,8 @@ async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
     assert!(control.set().await.expect("set"), "created with its parent");
     assert!(!control.set().await.expect("set again"), "already set");
     // A closed barrier blocks until the timeout.
-    assert!(
-        !control
-            .wait(Some(Duration::from_millis(200)))
-            .await
-            .expect("wait")
-    );
+    let closed = control.wait(Some(Duration::from_millis(200))).await;
+    assert!(matches!(closed, Err(Error::Timeout)), "{closed:?}");
 
     let removed = Arc::new(AtomicBool::new(false));
     let mut waiters = Vec::new();
@@ -49,8 +46,10 @@ async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
         let barrier = Barrier::new(client, control.path());
         let removed = removed.clone();
         waiters.push(tokio::spawn(async move {
-            let open = barrier.wait(Some(WITHIN)).await.expect("wait");
-            assert!(open, "released, not timed out");
+            barrier
+                .wait(Some(WITHIN))
+                .await
+                .expect("released, not timed out");
             assert!(
                 removed.load(Ordering::SeqCst),
                 "released only by the removal"
@@ -62,12 +61,8 @@ async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
         .set_data(control.path(), "still closed", None)
         .await
         .expect("set_data");
-    assert!(
-        !control
-            .wait(Some(Duration::from_millis(100)))
-            .await
-            .expect("wait")
-    );
+    let closed = control.wait(Some(Duration::from_millis(100))).await;
+    assert!(matches!(closed, Err(Error::Timeout)), "{closed:?}");
     removed.store(true, Ordering::SeqCst);
     assert!(control.remove().await.expect("remove"));
     assert!(!control.remove().await.expect("remove again"));
@@ -76,7 +71,7 @@ async fn barrier_releases_every_waiter(clients: &[zk_proto::Client]) {
     }
     // An open barrier does not block: one round trip says so. (Not with a zero timeout: the
     // timeout bounds the whole call, that round trip included.)
-    assert!(control.wait(Some(WITHIN)).await.expect("wait"));
+    control.wait(Some(WITHIN)).await.expect("wait");
 }
 
 async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto::Client]) {
@@ -91,7 +86,7 @@ async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto:
         tokio::spawn(async move {
             let barrier = DoubleBarrier::new(&client, path, n);
             entering.fetch_add(1, Ordering::SeqCst);
-            assert!(barrier.enter(Some(WITHIN)).await.expect("enter"));
+            barrier.enter(Some(WITHIN)).await.expect("enter");
             assert_eq!(
                 entering.load(Ordering::SeqCst),
                 n,
@@ -99,7 +94,7 @@ async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto:
             );
             entered.fetch_add(1, Ordering::SeqCst);
             leaving.fetch_add(1, Ordering::SeqCst);
-            assert!(barrier.leave(Some(WITHIN)).await.expect("leave"));
+            barrier.leave(Some(WITHIN)).await.expect("leave");
             assert_eq!(leaving.load(Ordering::SeqCst), n, "left before all left");
         })
     };
@@ -136,10 +131,7 @@ async fn start_gate_starts_exactly_once(clients: &[zk_proto::Client]) {
     let spawn = |client: zk_proto::Client| {
         tokio::spawn(async move {
             let gate = StartGate::new(&client, path, n);
-            gate.join(Some(WITHIN))
-                .await
-                .expect("join")
-                .expect("started")
+            gate.join(Some(WITHIN)).await.expect("started")
         })
     };
     let mut tasks: Vec<_> = clients[..n - 1].iter().cloned().map(spawn).collect();
@@ -186,7 +178,6 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
                 StartGate::new(&client, path, n)
                     .join(Some(WITHIN))
                     .await
-                    .expect("join")
                     .expect("started")
             })
         })
@@ -203,11 +194,7 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
 
     // A participant arriving after the start learns it at once.
     let late = StartGate::new(&clients[0], path, n);
-    let started = late
-        .join(Some(WITHIN))
-        .await
-        .expect("join")
-        .expect("started");
+    let started = late.join(Some(WITHIN)).await.expect("started");
     assert!(!started.created_start && !started.notified_by_watch);
     assert!(late.reset().await.expect("reset"));
 }
@@ -215,11 +202,11 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
 async fn start_gate_timeout_withdraws(client: &zk_proto::Client) {
     let path = "/queue-start/alone";
     let gate = StartGate::new(client, path, 3);
-    let started = gate
-        .join(Some(Duration::from_millis(200)))
-        .await
-        .expect("join");
-    assert_eq!(started, None, "times out alone");
+    let started = gate.join(Some(Duration::from_millis(200))).await;
+    assert!(
+        matches!(started, Err(Error::Timeout)),
+        "times out alone: {started:?}"
+    );
     let members = client.get_children(path).await.expect("children");
     assert!(
         members.is_empty(),
@@ -241,7 +228,7 @@ async fn expired_participant_counts_as_left(connect_string: &str) {
         .map(|barrier| tokio::spawn(async move { barrier.enter(Some(WITHIN)).await }))
         .collect();
     for task in entering {
-        assert!(join("enter", WITHIN, task).await.expect("enter"));
+        join("enter", WITHIN, task).await.expect("enter");
     }
     let leaving: Vec<_> = barriers[..2]
         .iter()
@@ -255,7 +242,7 @@ async fn expired_participant_counts_as_left(connect_string: &str) {
     assert!(leaving.iter().all(|task| !task.is_finished()), "left early");
     clients[2].close().await.expect("close");
     for task in leaving {
-        assert!(join("leave", WITHIN, task).await.expect("leave"));
+        join("leave", WITHIN, task).await.expect("leave");
     }
     assert!(observer.exists(&third).await.expect("exists").is_none());
     for client in &clients[..2] {

@@ -6,11 +6,12 @@ mod curator;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use curator::CuratorPeer;
-use zk_proto::{Client, ClientBuilder, Error, SessionState};
+use zk_proto::{Client, ClientBuilder, SessionState};
+use zk_recipes::Error;
 use zk_recipes::election::{
     LeaderLatch, MasterElection, OneShotOutcome, RunOnceOutcome, RunOutcome, current_leader,
     current_master, elect_once, resign, run_once, run_while_leading, wait_until_gone,
@@ -102,7 +103,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     let (node, id) = current_leader(&observer, path).await.unwrap().unwrap();
     assert_eq!(&id[..], format!("c{first}").as_bytes());
     assert!(node.starts_with(&format!("_c_{}-latch-", latches[first].attempt_id())));
-    latches[first].wait_leader().await.unwrap();
+    latches[first].wait_leader(None).await.unwrap();
 
     // A follower's node deleted by someone else: it takes a new place.
     let follower = (first + 1) % N;
@@ -146,7 +147,10 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
         now.len() == 1 && now[0] != first
     })
     .await;
-    assert_eq!(latches[first].wait_leader().await, Err(Error::Closed));
+    assert_eq!(
+        latches[first].wait_leader(None).await,
+        Err(Error::Zk(zk_proto::Error::Closed))
+    );
     let second = leaders(&latches)[0];
 
     // The leader is cut off: it reports the loss at once, its task is cancelled, and a new
@@ -158,7 +162,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
             let _ = started.send(());
             std::future::pending::<()>().await;
         };
-        async move { run_while_leading(&leadership, work).await }
+        async move { run_while_leading(&leadership, work, None).await }
     });
     running.await.unwrap();
     cut_and_expect_prompt_loss(
@@ -180,12 +184,12 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     let third = leaders(&latches)[0];
     wait_for_state(&all[second].client, SessionState::Expired, WITHIN).await;
     assert_eq!(
-        latches[second].wait_leader().await,
-        Err(Error::SessionExpired)
+        latches[second].wait_leader(None).await,
+        Err(Error::Zk(zk_proto::Error::SessionExpired))
     );
 
     // Work runs while leading.
-    let done = run_while_leading(&latches[third].leadership(), async { 42 }).await;
+    let done = run_while_leading(&latches[third].leadership(), async { 42 }, None).await;
     assert_eq!(done.unwrap(), RunOutcome::Completed(42));
 
     // Giving up: the node goes, exactly one other leader follows.
@@ -270,6 +274,87 @@ async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
     assert_ne!(third, second);
 }
 
+/// A bounded wait for the leadership while another candidate leads ends with
+/// [`Error::Timeout`] and leaves the candidate in the race: its node stays, and it leads once
+/// the leader closes. Also for the master election, for a leader's bounded `wait_lost`, and
+/// for a `run_while_leading` whose wait times out (its task does not run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_wait_for_leadership_leaves_the_candidate_in_the_race() {
+    const SHORT: Duration = Duration::from_millis(300);
+    let server = start_server().await;
+    let first = connect_with(session(), &server.connect_string()).await;
+    let second = connect_with(session(), &server.connect_string()).await;
+
+    // Leader latch: the second candidate times out behind the first.
+    let path = "/app/timeout/latch";
+    let leader = LeaderLatch::start(&first, path, "leader");
+    leader
+        .wait_leader(Some(WITHIN))
+        .await
+        .expect("the first candidate leads");
+    let waiter = LeaderLatch::start(&second, path, "waiter");
+    eventually("the waiter's node", WITHIN, || async {
+        children(&second, path).await.len() == 2
+    })
+    .await;
+    let started = Instant::now();
+    assert_eq!(waiter.wait_leader(Some(SHORT)).await, Err(Error::Timeout));
+    assert!(started.elapsed() >= SHORT, "{:?}", started.elapsed());
+    let ran = AtomicBool::new(false);
+    let outcome = run_while_leading(
+        &waiter.leadership(),
+        async { ran.store(true, Ordering::SeqCst) },
+        Some(SHORT),
+    )
+    .await;
+    assert_eq!(outcome, Err(Error::Timeout));
+    assert!(!ran.load(Ordering::SeqCst), "the task ran without leading");
+    // The leader's bounded wait for a loss times out too, and it still leads.
+    assert_eq!(
+        leader.leadership().wait_lost(Some(SHORT)).await,
+        Err(Error::Timeout)
+    );
+    assert!(leader.is_leader() && !waiter.is_leader());
+    // Still in the race: its node is in place, and it leads when the leader leaves.
+    let own = format!("_c_{}-latch-", waiter.attempt_id());
+    let nodes = children(&second, path).await;
+    assert!(nodes.iter().any(|n| n.starts_with(&own)), "{nodes:?}");
+    leader.close().await.expect("close");
+    waiter
+        .wait_leader(Some(WITHIN))
+        .await
+        .expect("the waiter leads after the leader closed");
+    let (_, id) = current_leader(&second, path).await.unwrap().unwrap();
+    assert_eq!(&id[..], b"waiter");
+    waiter.close().await.expect("close");
+
+    // Master election: the same.
+    let path = "/app/timeout/master";
+    let start = |client: &Client, id: &'static str| {
+        MasterElection::builder(path, id)
+            .head_start(Duration::ZERO)
+            .start(client)
+    };
+    let master = start(&first, "master");
+    master
+        .wait_leader(Some(WITHIN))
+        .await
+        .expect("the first candidate is master");
+    let waiter = start(&second, "waiter");
+    assert_eq!(waiter.wait_leader(Some(SHORT)).await, Err(Error::Timeout));
+    assert!(master.is_leader() && !waiter.is_leader());
+    master.close().await.expect("close");
+    waiter
+        .wait_leader(Some(WITHIN))
+        .await
+        .expect("the waiter is master after the master closed");
+    let id = current_master(&second, path).await.unwrap().unwrap();
+    assert_eq!(&id[..], b"waiter");
+    waiter.close().await.expect("close");
+    first.close().await.expect("close");
+    second.close().await.expect("close");
+}
+
 /// Runs a one-shot election among `clients`; returns the winner's index and node, after
 /// checking that every other candidate lost to it and removed its node.
 async fn one_shot_round(
@@ -329,7 +414,7 @@ async fn one_shot_elects_one_and_run_once_runs_once() {
         .iter()
         .map(|(_, client)| {
             let (client, node) = (client.clone(), node.clone());
-            tokio::spawn(async move { wait_until_gone(&client, &node).await })
+            tokio::spawn(async move { wait_until_gone(&client, &node, None).await })
         })
         .collect();
     all[winner].client.close().await.unwrap();
@@ -341,7 +426,7 @@ async fn one_shot_elects_one_and_run_once_runs_once() {
     // Round 3, after the winner's session expired.
     alive.retain(|(i, _)| *i != winner);
     all[winner].proxy.isolate();
-    wait_until_gone(&observer, &node).await.unwrap();
+    wait_until_gone(&observer, &node, None).await.unwrap();
     let (winner, node) = one_shot_round(&observer, &alive, path).await;
 
     // Round 4: the winner resigns while its session lives on; the next round elects again.
@@ -368,7 +453,7 @@ async fn one_shot_elects_one_and_run_once_runs_once() {
                 let task = async move { runs.fetch_add(1, Ordering::SeqCst) };
                 (
                     i,
-                    run_once(&client, "/app/run-once", format!("r{i}"), task).await,
+                    run_once(&client, "/app/run-once", format!("r{i}"), task, None).await,
                 )
             })
         })
@@ -449,10 +534,9 @@ async fn curator_and_rust_latches_share_one_election() {
     // 2. The Curator leader closes: the Rust candidate, next in line, leads (not the second
     // Curator candidate).
     java.call("j1 close").await;
-    tokio::time::timeout(WITHIN, rust.wait_leader())
+    rust.wait_leader(Some(WITHIN))
         .await
-        .expect("the Rust candidate leads after Curator's leader closed")
-        .expect("leadership");
+        .expect("the Rust candidate leads after Curator's leader closed");
     enter_as_leader(&client, marker).await;
     assert_eq!(java.call("j2 await 300").await, "not-leader");
     assert_eq!(leader_id(&observer, path).await, "rust-1");
@@ -479,10 +563,9 @@ async fn curator_and_rust_latches_share_one_election() {
         "the Rust candidate leads beside Curator's"
     );
     java.call("j2 close").await;
-    tokio::time::timeout(WITHIN, rust.wait_leader())
+    rust.wait_leader(Some(WITHIN))
         .await
-        .expect("the Rust candidate leads after Curator's leader closed")
-        .expect("leadership");
+        .expect("the Rust candidate leads after Curator's leader closed");
     enter_as_leader(&client, marker).await;
     assert_eq!(leader_id(&observer, path).await, "rust-2");
 

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use curator_support::{CuratorPeer, curator_program};
 use zk_proto::SessionState;
 use zk_proto::jute::OpCode;
-use zk_recipes::lock::{Lock, LockError, ReadWriteLock, Semaphore, Validity};
+use zk_recipes::Error;
+use zk_recipes::lock::{Lock, ReadWriteLock, Semaphore, Validity};
 use zk_testkit::client::{connect, poll_children, serial, start_server};
 use zk_testkit::fault::FaultProxy;
 
@@ -33,7 +34,7 @@ async fn mutual_exclusion_fifo_and_fencing_under_contention() {
         tasks.push(tokio::spawn(async move {
             let lock = Lock::new(&client, "/stress/lock");
             for _ in 0..ROUNDS {
-                let guard = lock.acquire().await.expect("acquire");
+                let guard = lock.acquire(None).await.expect("acquire");
                 if inside.swap(true, Ordering::SeqCst) {
                     violations.fetch_add(1, Ordering::SeqCst);
                 }
@@ -85,14 +86,14 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
     let holder_client = connect(&proxy.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
     let holder = Lock::new(&holder_client, "/expiry/lock")
-        .acquire()
+        .acquire(None)
         .await
         .expect("holder acquires");
     assert_eq!(holder.validity(), Validity::Held);
     let holder_node = holder.node().to_owned();
     let waiter = {
         let lock = Lock::new(&waiter_client, "/expiry/lock");
-        tokio::spawn(async move { lock.acquire().await })
+        tokio::spawn(async move { lock.acquire(None).await })
     };
     // The waiter's node is queued behind the holder's: it must wait.
     let queued = poll_children(
@@ -106,7 +107,8 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
     assert!(!waiter.is_finished(), "the waiter must wait for the holder");
 
     proxy.isolate();
-    let suspended = tokio::time::timeout(Duration::from_secs(5), holder.lost())
+    let suspended = holder
+        .lost(Some(Duration::from_secs(5)))
         .await
         .expect("loss reported");
     assert_ne!(suspended, Validity::Held);
@@ -134,7 +136,7 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
     .expect("holder expires")
     .expect("state");
     assert_eq!(holder.validity(), Validity::Lost);
-    assert!(matches!(holder.release().await, Err(LockError::Lost)));
+    assert!(matches!(holder.release().await, Err(Error::Lost)));
     guard.release().await.expect("release");
 }
 
@@ -146,20 +148,20 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
     let other = connect(&server.connect_string()).await;
     let path = "/cancel/lock";
     let holder = Lock::new(&holder_client, path)
-        .acquire()
+        .acquire(None)
         .await
         .expect("acquire");
     let lock = Lock::new(&other, path);
 
     // Timed out: the node is deleted before the error is returned.
     let started = Instant::now();
-    let result = lock.acquire_timeout(Duration::from_millis(300)).await;
-    assert!(matches!(result, Err(LockError::Timeout)), "{result:?}");
+    let result = lock.acquire(Some(Duration::from_millis(300))).await;
+    assert!(matches!(result, Err(Error::Timeout)), "{result:?}");
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(other.get_children(path).await.expect("list").len(), 1);
 
     // Cancelled while waiting (the future is dropped): deleted in the background.
-    let cancelled = tokio::time::timeout(Duration::from_millis(300), lock.acquire()).await;
+    let cancelled = tokio::time::timeout(Duration::from_millis(300), lock.acquire(None)).await;
     assert!(cancelled.is_err());
     assert_eq!(
         poll_children(&other, path, Duration::from_secs(5), |c| c.len() == 1)
@@ -171,7 +173,7 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
     // Cancelled while its create is in flight (the name is not known yet).
     for delay in [0u64, 1, 2, 5] {
         let lock = lock.clone();
-        let task = tokio::spawn(async move { lock.acquire().await });
+        let task = tokio::spawn(async move { lock.acquire(None).await });
         tokio::time::sleep(Duration::from_millis(delay)).await;
         task.abort();
         let _ = task.await;
@@ -187,7 +189,7 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
     // The lock still works, for the next one in line.
     let next = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.acquire().await }
+        async move { lock.acquire(None).await }
     });
     // Its node is queued behind the holder's before the holder lets go.
     assert_eq!(
@@ -216,7 +218,12 @@ async fn a_lost_create_reply_leaves_no_orphan() {
     let observer = connect(&server.connect_string()).await;
     let path = "/lost-reply/lock";
     // Make sure the parent exists, so the first request of an acquire is the create.
-    drop(Lock::new(&observer, path).acquire().await.expect("warm up"));
+    drop(
+        Lock::new(&observer, path)
+            .acquire(None)
+            .await
+            .expect("warm up"),
+    );
     assert!(
         poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
             .await
@@ -226,7 +233,7 @@ async fn a_lost_create_reply_leaves_no_orphan() {
     for delay_us in [0u64, 200, 500, 1_000, 2_000, 5_000] {
         let task = tokio::spawn({
             let lock = lock.clone();
-            async move { lock.acquire().await }
+            async move { lock.acquire(None).await }
         });
         tokio::time::sleep(Duration::from_micros(delay_us)).await;
         proxy.isolate();
@@ -260,7 +267,7 @@ async fn missing_parents_are_created_as_containers() {
     let server = start_server().await;
     let client = connect(&server.connect_string()).await;
     let guard = Lock::new(&client, "/a/b/c/lock")
-        .acquire()
+        .acquire(None)
         .await
         .expect("acquire");
     assert!(guard.node().starts_with("/a/b/c/lock/_c_"));
@@ -295,7 +302,7 @@ async fn read_write_lock_excludes_writers() {
             let rw = ReadWriteLock::new(&client, "/rw/lock");
             for _ in 0..20 {
                 if i % 3 == 0 {
-                    let guard = rw.write_lock().acquire().await.expect("write");
+                    let guard = rw.write_lock().acquire(None).await.expect("write");
                     assert!(guard.node().contains("-__WRIT__"));
                     if writer.swap(true, Ordering::SeqCst) || readers.load(Ordering::SeqCst) > 0 {
                         violations.fetch_add(1, Ordering::SeqCst);
@@ -304,7 +311,7 @@ async fn read_write_lock_excludes_writers() {
                     writer.store(false, Ordering::SeqCst);
                     guard.release().await.expect("release");
                 } else {
-                    let guard = rw.read_lock().acquire().await.expect("read");
+                    let guard = rw.read_lock().acquire(None).await.expect("read");
                     assert!(guard.node().contains("__READ__"));
                     let now = readers.fetch_add(1, Ordering::SeqCst) + 1;
                     max_readers.fetch_max(now, Ordering::SeqCst);
@@ -341,7 +348,7 @@ async fn semaphore_bounds_the_holders() {
         tasks.push(tokio::spawn(async move {
             let semaphore = Semaphore::new(&client, "/sem", 3);
             for _ in 0..15 {
-                let lease = semaphore.acquire().await.expect("lease");
+                let lease = semaphore.acquire(None).await.expect("lease");
                 let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
                 max_holders.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(3)).await;
@@ -436,7 +443,7 @@ async fn curator_and_rust_contenders_share_one_lock() {
             let lock = Lock::new(&client, path);
             let (mut violations, mut seen) = (0, Vec::new());
             for _ in 0..RUST_ROUNDS {
-                let guard = lock.acquire().await.expect("acquire");
+                let guard = lock.acquire(None).await.expect("acquire");
                 let (v, value) = checked_critical_section(&client, marker, counter).await;
                 violations += v;
                 seen.push(value);
@@ -511,7 +518,7 @@ async fn curator_and_rust_mutex_holders_exclude_each_other() {
     let lock = Lock::new(&client, path);
 
     // Rust holds: Curator waits, and gets it after the release.
-    let guard = lock.acquire().await.expect("rust acquires");
+    let guard = lock.acquire(None).await.expect("rust acquires");
     assert_eq!(java.call(&format!("a mutex {path} 300")).await, "timeout");
     java.call(&format!("a mutex-bg {path}")).await;
     poll_children(&client, path, Duration::from_secs(5), |c| c.len() == 2).await;
@@ -520,11 +527,11 @@ async fn curator_and_rust_mutex_holders_exclude_each_other() {
     assert_eq!(java.call("a held 5000").await, "acquired");
 
     // Curator holds: Rust waits, and gets it after the release.
-    let refused = lock.acquire_timeout(Duration::from_millis(300)).await;
-    assert!(matches!(refused, Err(LockError::Timeout)), "{refused:?}");
+    let refused = lock.acquire(Some(Duration::from_millis(300))).await;
+    assert!(matches!(refused, Err(Error::Timeout)), "{refused:?}");
     let waiter = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.acquire().await }
+        async move { lock.acquire(None).await }
     });
     poll_children(&client, path, Duration::from_secs(5), |c| c.len() == 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -554,9 +561,9 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     let r2 = connect(&server.connect_string()).await;
     let path = "/interop-rw/lock";
     let (rw1, rw2) = (ReadWriteLock::new(&r1, path), ReadWriteLock::new(&r2, path));
-    let refused = |result: Result<zk_recipes::lock::LockGuard, LockError>, what: &str| {
+    let refused = |result: zk_recipes::Result<zk_recipes::lock::LockGuard>, what: &str| {
         assert!(
-            matches!(result, Err(LockError::Timeout)),
+            matches!(result, Err(Error::Timeout)),
             "{what} was not excluded: {result:?}"
         );
     };
@@ -564,7 +571,7 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     let long = Duration::from_secs(5);
 
     // 1. A Rust writer excludes Curator's writers and readers.
-    let writer = rw1.write_lock().acquire().await.expect("rust writer");
+    let writer = rw1.write_lock().acquire(None).await.expect("rust writer");
     assert!(writer.node().contains("-__WRIT__"), "{}", writer.node());
     assert_eq!(java.call(&format!("a write {path} 300")).await, "timeout");
     assert_eq!(java.call(&format!("a read {path} 300")).await, "timeout");
@@ -574,31 +581,22 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     assert_eq!(java.call(&format!("a read {path} 5000")).await, "acquired");
     let reader = rw1
         .read_lock()
-        .acquire_timeout(long)
+        .acquire(Some(long))
         .await
         .expect("rust reader shares");
-    refused(
-        rw2.write_lock().acquire_timeout(short).await,
-        "a Rust writer",
-    );
+    refused(rw2.write_lock().acquire(Some(short)).await, "a Rust writer");
     reader.release().await.expect("release");
     java.call("a release").await;
 
     // 3. A Curator writer excludes Rust writers and readers.
     assert_eq!(java.call(&format!("a write {path} 5000")).await, "acquired");
-    refused(
-        rw1.write_lock().acquire_timeout(short).await,
-        "a Rust writer",
-    );
-    refused(
-        rw1.read_lock().acquire_timeout(short).await,
-        "a Rust reader",
-    );
+    refused(rw1.write_lock().acquire(Some(short)).await, "a Rust writer");
+    refused(rw1.read_lock().acquire(Some(short)).await, "a Rust reader");
     java.call("a release").await;
     // Readers share the other way round too.
     let reader = rw1
         .read_lock()
-        .acquire_timeout(long)
+        .acquire(Some(long))
         .await
         .expect("rust reader");
     assert_eq!(java.call(&format!("b read {path} 5000")).await, "acquired");
@@ -607,7 +605,7 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     // 4. A Rust writer queued behind a Rust reader: a later Curator reader waits for it.
     let writer = tokio::spawn({
         let rw = rw2.clone();
-        async move { rw.write_lock().acquire().await }
+        async move { rw.write_lock().acquire(None).await }
     });
     poll_children(&r1, path, long, |c| c.len() == 2).await;
     assert_eq!(java.call(&format!("b read {path} 300")).await, "timeout");
@@ -623,24 +621,21 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     java.call("b release").await;
 
     // 5. A Curator writer queued behind a Rust reader: a later Rust reader waits for it.
-    let reader = rw1.read_lock().acquire().await.expect("rust reader");
+    let reader = rw1.read_lock().acquire(None).await.expect("rust reader");
     java.call(&format!("a write-bg {path}")).await;
     poll_children(&r1, path, long, |c| c.len() == 2).await;
     refused(
-        rw2.read_lock().acquire_timeout(short).await,
+        rw2.read_lock().acquire(Some(short)).await,
         "a Rust reader behind a Curator writer",
     );
     assert_eq!(java.call("a held 100").await, "pending");
     reader.release().await.expect("release");
     assert_eq!(java.call("a held 5000").await, "acquired");
-    refused(
-        rw2.read_lock().acquire_timeout(short).await,
-        "a Rust reader",
-    );
+    refused(rw2.read_lock().acquire(Some(short)).await, "a Rust reader");
     java.call("a release").await;
     let reader = rw2
         .read_lock()
-        .acquire_timeout(long)
+        .acquire(Some(long))
         .await
         .expect("rust reader");
     reader.release().await.expect("release");
@@ -676,7 +671,7 @@ async fn curator_and_rust_read_write_locks_under_mixed_contention() {
             let rw = ReadWriteLock::new(&client, path);
             let (mut violations, mut seen) = (0, Vec::new());
             for _ in 0..RUST_WRITES {
-                let guard = rw.write_lock().acquire().await.expect("write");
+                let guard = rw.write_lock().acquire(None).await.expect("write");
                 let (v, value) = rw_writer_section(&client, base).await;
                 violations += v;
                 seen.push(value);
@@ -692,7 +687,7 @@ async fn curator_and_rust_read_write_locks_under_mixed_contention() {
             let rw = ReadWriteLock::new(&client, path);
             let mut violations = 0;
             for i in 0..RUST_READS {
-                let guard = rw.read_lock().acquire().await.expect("read");
+                let guard = rw.read_lock().acquire(None).await.expect("read");
                 violations += rw_reader_section(&client, base, &format!("rust-{i}")).await;
                 guard.release().await.expect("release");
             }
@@ -854,10 +849,10 @@ async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone(
         proxy.forwarded(OpCode::GET_CHILDREN) + proxy.forwarded(OpCode::GET_CHILDREN2)
     };
 
-    let a_guard = Lock::new(&a, path).acquire().await.expect("a");
+    let a_guard = Lock::new(&a, path).acquire(None).await.expect("a");
     let b_wait = tokio::spawn({
         let lock = Lock::new(&b, path);
-        async move { lock.acquire().await }
+        async move { lock.acquire(None).await }
     });
     assert_eq!(
         poll_children(&a, path, Duration::from_secs(5), |c| c.len() == 2)
@@ -867,7 +862,7 @@ async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone(
     );
     let c_wait = tokio::spawn({
         let lock = Lock::new(&c, path);
-        async move { lock.acquire().await }
+        async move { lock.acquire(None).await }
     });
     // C listed (A and B before it) and watches B and A.
     wait_forwarded(&proxy, OpCode::GET_DATA, 2).await;

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use zk_recipes::Error;
 use zk_recipes::queue::{BoundedQueue, Item, Queue};
 use zk_testkit::client::{builder, eventually, join, sessions, start_server};
 
@@ -78,7 +79,6 @@ async fn every_item_exactly_once(producers: &[zk_proto::Client], consumers: &[zk
                     let item = queue
                         .take(Some(WITHIN))
                         .await
-                        .expect("take")
                         .expect("an item before the timeout");
                     if item.data == STOP {
                         return mine;
@@ -149,14 +149,9 @@ async fn blocking_take_wakes_on_put(consumer: &zk_proto::Client, producer: &zk_p
     const PATH: &str = "/queues/blocking";
     let queue = Queue::new(consumer, PATH);
     // Empty (even missing): a take times out.
-    assert_eq!(
-        queue
-            .take(Some(Duration::from_millis(200)))
-            .await
-            .expect("take"),
-        None
-    );
-    let waiting = tokio::spawn(async move { queue.take(Some(WITHIN)).await.expect("take") });
+    let taken = queue.take(Some(Duration::from_millis(200))).await;
+    assert!(matches!(taken, Err(Error::Timeout)), "{taken:?}");
+    let waiting = tokio::spawn(async move { queue.take(Some(WITHIN)).await });
     Queue::new(producer, PATH).put("hello").await.expect("put");
     let item = join("the blocked take", WITHIN, waiting)
         .await
@@ -172,16 +167,16 @@ async fn bounded_queue_blocks_producer_until_take(
     let queue = BoundedQueue::new(producer, PATH, 3);
     for i in 0..3 {
         let put = queue.put(format!("item-{i}"), Some(WITHIN)).await;
-        assert!(put.expect("put").is_some(), "room for item {i}");
+        put.unwrap_or_else(|e| panic!("room for item {i}: {e}"));
     }
     // Full: a put times out and adds nothing.
     let put = queue.put("extra", Some(Duration::from_millis(200))).await;
-    assert_eq!(put.expect("put"), None);
+    assert!(matches!(put, Err(Error::Timeout)), "{put:?}");
     assert_eq!(queue.queue().len().await.expect("len"), 3);
 
     let blocked = {
         let queue = queue.clone();
-        tokio::spawn(async move { queue.put("item-3", Some(WITHIN)).await.expect("put") })
+        tokio::spawn(async move { queue.put("item-3", Some(WITHIN)).await })
     };
     // The producer stays blocked while the queue is full.
     let checker = queue.queue().clone();
@@ -193,12 +188,11 @@ async fn bounded_queue_blocks_producer_until_take(
     assert!(!blocked.is_finished(), "blocked while full");
 
     let consumer_queue = BoundedQueue::new(consumer, PATH, 3);
-    let first = consumer_queue.take(Some(WITHIN)).await.expect("take");
-    assert_eq!(first.expect("an item").data, "item-0");
-    assert!(
-        join("the blocked put", WITHIN, blocked).await.is_some(),
-        "unblocked by the take"
-    );
+    let first = consumer_queue.take(Some(WITHIN)).await.expect("an item");
+    assert_eq!(first.data, "item-0");
+    join("the blocked put", WITHIN, blocked)
+        .await
+        .expect("unblocked by the take");
     let mut rest = Vec::new();
     while let Some(item) = consumer_queue.try_take().await.expect("try_take") {
         rest.push(item.data);
@@ -222,7 +216,7 @@ async fn bounded_queue_bound_holds_under_concurrent_producers(
                 let queue = BoundedQueue::new(&client, PATH, CAPACITY);
                 for i in 0..PER_PRODUCER {
                     let put = queue.put(format!("p{p}-{i}"), Some(WITHIN)).await;
-                    assert!(put.expect("put").is_some(), "put in time");
+                    put.expect("put in time");
                 }
             })
         })
@@ -233,7 +227,7 @@ async fn bounded_queue_bound_holds_under_concurrent_producers(
     while seen.len() < total {
         let len = queue.queue().len().await.expect("len");
         assert!(len <= CAPACITY, "bound exceeded: {len}");
-        let item = queue.take(Some(WITHIN)).await.expect("take").expect("item");
+        let item = queue.take(Some(WITHIN)).await.expect("item");
         assert!(seen.insert(parse(&item)), "taken once");
     }
     for task in tasks {

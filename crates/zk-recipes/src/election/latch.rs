@@ -1,5 +1,7 @@
 //! The leader latch: the lowest ephemeral sequential node leads.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result};
 
@@ -70,12 +72,14 @@ impl LeaderLatch {
         &self.attempt
     }
 
-    /// Waits until this candidate leads.
+    /// Waits until this candidate leads, at most `timeout` (`None`: no limit).
     ///
     /// # Errors
     ///
-    /// The reason the election ended before ([`Error::SessionExpired`], [`Error::Closed`],
-    /// or the unexpected server error that stopped it).
+    /// [`crate::Error::Timeout`] when `timeout` passed first: the candidate stays in the
+    /// election, in its place. The reason the election ended before
+    /// ([`Error::SessionExpired`], [`Error::Closed`], or the unexpected server error that
+    /// stopped it).
     ///
     /// # Cancellation safety
     ///
@@ -84,8 +88,8 @@ impl LeaderLatch {
     /// # Session loss
     ///
     /// Keeps waiting while disconnected; fails when the session ends.
-    pub async fn wait_leader(&self) -> Result<()> {
-        self.leadership.clone().wait_leader().await
+    pub async fn wait_leader(&self, timeout: Option<Duration>) -> crate::Result<()> {
+        self.leadership.clone().wait_leader(timeout).await
     }
 
     /// Leaves the election: leadership is reported lost at once, then the candidate's node
@@ -105,8 +109,8 @@ impl LeaderLatch {
     ///
     /// While disconnected, the delete waits for the connection (bounded by the client's
     /// request timeout and by the session's end); after expiry there is nothing to delete.
-    pub async fn close(mut self) -> Result<()> {
-        self.running.stop().await
+    pub async fn close(mut self) -> crate::Result<()> {
+        Ok(self.running.stop().await?)
     }
 }
 
@@ -269,12 +273,12 @@ impl Driver {
 /// # Session loss
 ///
 /// Reads wait for the connection (bounded by the request timeout and the session's end).
-pub async fn current_leader(client: &Client, path: &str) -> Result<Option<(String, Bytes)>> {
+pub async fn current_leader(client: &Client, path: &str) -> crate::Result<Option<(String, Bytes)>> {
     loop {
         let mut children = match client.get_children(path).await {
             Ok(children) => children,
             Err(Error::NoNode) => return Ok(None),
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         };
         sort_like_curator(&mut children, &[LATCH_NAME]);
         let Some(first) = children.into_iter().next() else {
@@ -284,7 +288,7 @@ pub async fn current_leader(client: &Client, path: &str) -> Result<Option<(Strin
             Ok((data, _)) => return Ok(Some((first, data))),
             // Gone in between: look again.
             Err(Error::NoNode) => {}
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
     }
 }

@@ -91,12 +91,13 @@ impl MasterElection {
         self.leadership.clone()
     }
 
-    /// Waits until this candidate is the master.
+    /// Waits until this candidate is the master, at most `timeout` (`None`: no limit).
     ///
     /// # Errors
     ///
-    /// The reason the election ended before ([`Error::SessionExpired`], [`Error::Closed`],
-    /// or the unexpected server error that stopped it).
+    /// [`crate::Error::Timeout`] when `timeout` passed first: the candidate stays in the
+    /// race. The reason the election ended before ([`Error::SessionExpired`],
+    /// [`Error::Closed`], or the unexpected server error that stopped it).
     ///
     /// # Cancellation safety
     ///
@@ -105,8 +106,8 @@ impl MasterElection {
     /// # Session loss
     ///
     /// Keeps waiting while disconnected; fails when the session ends.
-    pub async fn wait_leader(&self) -> Result<()> {
-        self.leadership.clone().wait_leader().await
+    pub async fn wait_leader(&self, timeout: Option<Duration>) -> crate::Result<()> {
+        self.leadership.clone().wait_leader(timeout).await
     }
 
     /// Leaves the election: mastership is reported lost at once, then the master node is
@@ -125,8 +126,8 @@ impl MasterElection {
     ///
     /// While disconnected, the delete waits for the connection (bounded by the client's
     /// request timeout and by the session's end).
-    pub async fn close(mut self) -> Result<()> {
-        self.running.stop().await
+    pub async fn close(mut self) -> crate::Result<()> {
+        Ok(self.running.stop().await?)
     }
 }
 
@@ -143,11 +144,11 @@ impl MasterElection {
 /// # Session loss
 ///
 /// The read waits for the connection (bounded by the request timeout and the session's end).
-pub async fn current_master(client: &Client, path: &str) -> Result<Option<Bytes>> {
+pub async fn current_master(client: &Client, path: &str) -> crate::Result<Option<Bytes>> {
     match client.get_data(path).await {
         Ok((data, _)) => Ok(Some(data)),
         Err(Error::NoNode) => Ok(None),
-        Err(error) => Err(error),
+        Err(error) => Err(error.into()),
     }
 }
 

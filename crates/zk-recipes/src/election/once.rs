@@ -1,10 +1,13 @@
 //! The one-shot election: every candidate creates a node, the lowest wins, the others leave.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, Result};
 
 use super::{child_path, ensure_path, name_of};
+use crate::deadline::within;
 use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
 
 /// The name of one-shot candidates' nodes (after the protected prefix).
@@ -61,7 +64,7 @@ pub async fn elect_once(
     client: &Client,
     path: &str,
     id: impl Into<Bytes>,
-) -> Result<OneShotOutcome> {
+) -> crate::Result<OneShotOutcome> {
     let (tx, rx) = oneshot::channel();
     let client = client.clone();
     let path = path.to_owned();
@@ -72,7 +75,7 @@ pub async fn elect_once(
             let _ = client.delete(&node, None).await;
         }
     });
-    rx.await.unwrap_or(Err(Error::Closed))
+    Ok(rx.await.unwrap_or(Err(Error::Closed))?)
 }
 
 async fn run(client: &Client, path: &str, id: Bytes) -> Result<OneShotOutcome> {
@@ -163,8 +166,8 @@ async fn read_id(client: &Client, node: &str) -> Result<Option<Bytes>> {
 ///
 /// After the session ended the node is gone already; `resign` then fails with the session's
 /// error, which the caller may ignore.
-pub async fn resign(client: &Client, node: &str) -> Result<()> {
-    delete_retrying(client, node).await
+pub async fn resign(client: &Client, node: &str) -> crate::Result<()> {
+    Ok(delete_retrying(client, node).await?)
 }
 
 async fn delete_retrying(client: &Client, node: &str) -> Result<()> {
@@ -177,11 +180,13 @@ async fn delete_retrying(client: &Client, node: &str) -> Result<()> {
     }
 }
 
-/// Waits until `node` (a one-shot leader's node) does not exist.
+/// Waits until `node` (a one-shot leader's node) does not exist, at most `timeout` (`None`:
+/// no limit).
 ///
 /// # Errors
 ///
-/// The connection errors other than a lost connection (retried), and the session's end.
+/// [`crate::Error::Timeout`] when `timeout` passed first (also while no server answers); the
+/// connection errors other than a lost connection (retried), and the session's end.
 ///
 /// # Cancellation safety
 ///
@@ -191,15 +196,22 @@ async fn delete_retrying(client: &Client, node: &str) -> Result<()> {
 ///
 /// Keeps waiting through a disconnection (the watch is re-registered on reconnect); fails
 /// when the session ends.
-pub async fn wait_until_gone(client: &Client, node: &str) -> Result<()> {
-    loop {
-        match client.exists_watch(node).await {
-            Ok((None, _)) => return Ok(()),
-            Ok((Some(_), watch)) => {
-                watch.changed().await?;
+pub async fn wait_until_gone(
+    client: &Client,
+    node: &str,
+    timeout: Option<Duration>,
+) -> crate::Result<()> {
+    let gone = async {
+        loop {
+            match client.exists_watch(node).await {
+                Ok((None, _)) => return Ok(()),
+                Ok((Some(_), watch)) => {
+                    watch.changed().await?;
+                }
+                Err(error) if error.is_retryable() => {}
+                Err(error) => return Err(error),
             }
-            Err(error) if error.is_retryable() => {}
-            Err(error) => return Err(error),
         }
-    }
+    };
+    Ok(within(timeout, gone).await??)
 }

@@ -1,12 +1,13 @@
 //! Running work while leading, and running work once.
 
 use std::future::Future;
+use std::time::Duration;
 
 use bytes::Bytes;
 use zk_proto::{Client, CreateOptions, Error, Result};
 
 use super::{Leadership, child_path, ensure_path};
-use crate::lock::{self, Lock};
+use crate::lock::Lock;
 
 /// How [`run_while_leading`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,16 +18,19 @@ pub enum RunOutcome<T> {
     LeadershipLost,
 }
 
-/// Waits until the candidate leads, then runs `task` as long as it leads: the task is
-/// dropped as soon as the leadership is lost (connection lost, session ended, resigned).
+/// Waits until the candidate leads, at most `timeout` (`None`: no limit), then runs `task` as
+/// long as it leads: the task is dropped as soon as the leadership is lost (connection lost,
+/// session ended, resigned).
 ///
-/// The task is not polled before the leadership is acquired. To keep leading work running
-/// across losses, call this in a loop.
+/// The task is not polled before the leadership is acquired, and the timeout only bounds that
+/// wait: a task once started runs until it completes or the leadership is lost. To keep
+/// leading work running across losses, call this in a loop.
 ///
 /// # Errors
 ///
-/// The reason the election ended before the candidate led (see
-/// [`Leadership::wait_leader`]).
+/// [`crate::Error::Timeout`] when `timeout` passed before the candidate led (the task was not
+/// run; the candidate stays in the election); the reason the election ended before the
+/// candidate led (see [`Leadership::wait_leader`]).
 ///
 /// # Cancellation safety
 ///
@@ -39,12 +43,13 @@ pub enum RunOutcome<T> {
 pub async fn run_while_leading<F: Future>(
     leadership: &Leadership,
     task: F,
-) -> Result<RunOutcome<F::Output>> {
+    timeout: Option<Duration>,
+) -> crate::Result<RunOutcome<F::Output>> {
     let mut leadership = leadership.clone();
-    leadership.wait_leader().await?;
+    leadership.wait_leader(timeout).await?;
     tokio::select! {
         biased;
-        _ = leadership.wait_lost() => Ok(RunOutcome::LeadershipLost),
+        _ = leadership.wait_lost(None) => Ok(RunOutcome::LeadershipLost),
         output = task => Ok(RunOutcome::Completed(output)),
     }
 }
@@ -62,8 +67,10 @@ pub enum RunOnceOutcome<T> {
 }
 
 /// Runs `task` only if no candidate has been recorded under `path` yet: takes the lock
-/// `<path>/lock` ([`crate::lock::Lock`]), reads the record `<path>/leader`, and if there is
-/// none records `id` there (a persistent node), releases the lock and runs the task.
+/// `<path>/lock` ([`crate::lock::Lock`]), waiting for it at most `timeout` (`None`: no
+/// limit), reads the record `<path>/leader`, and if there is none records `id` there (a
+/// persistent node), releases the lock and runs the task. The timeout only bounds the wait
+/// for the lock.
 ///
 /// The record is made with a create, which is atomic: even a holder whose lock was lost in
 /// the meantime (session expired while disconnected) cannot record a second candidate, so the
@@ -73,8 +80,10 @@ pub enum RunOnceOutcome<T> {
 ///
 /// # Errors
 ///
-/// [`LockError`](crate::lock::LockError) from taking or releasing the lock, and the
-/// ZooKeeper errors of the record (as [`LockError::Zk`](crate::lock::LockError::Zk)).
+/// [`crate::Error::Timeout`] when `timeout` passed before the lock was taken (nothing was
+/// recorded, the task was not run); the errors of taking or releasing the lock
+/// ([`Lock::acquire`], [`LockGuard::release`](crate::lock::LockGuard::release)), and the
+/// ZooKeeper errors of the record (as [`crate::Error::Zk`]).
 ///
 /// # Cancellation safety
 ///
@@ -90,10 +99,11 @@ pub async fn run_once<F: Future>(
     path: &str,
     id: impl Into<Bytes>,
     task: F,
-) -> lock::Result<RunOnceOutcome<F::Output>> {
+    timeout: Option<Duration>,
+) -> crate::Result<RunOnceOutcome<F::Output>> {
     let id = id.into();
     let guard = Lock::new(client, &child_path(path, "lock"))
-        .acquire()
+        .acquire(timeout)
         .await?;
     let record = child_path(path, "leader");
     let recorded = record_once(client, path, &record, &id).await;

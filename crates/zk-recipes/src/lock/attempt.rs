@@ -9,9 +9,10 @@ use zk_proto::{Client, CreateMode, CreateOptions, EventType, OneshotWatcher, Wat
 
 use super::guard::LockGuard;
 use super::rules::{Decision, Kind, Rule, decide};
-use super::{LockError, Result};
 use crate::cleanup::delete_retrying;
+use crate::deadline::within;
 use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequence};
+use crate::{Error, Result};
 
 /// A listing and, for the semaphore, its children watch.
 pub(super) type Listing = (Vec<String>, Option<OneshotWatcher>);
@@ -162,12 +163,9 @@ impl Queue {
             unsure: false,
             armed: true,
         };
-        let result = match timeout {
-            None => self.run(&mut attempt).await,
-            Some(timeout) => tokio::time::timeout(timeout, self.run(&mut attempt))
-                .await
-                .unwrap_or(Err(LockError::Timeout)),
-        };
+        let result = within(timeout, self.run(&mut attempt))
+            .await
+            .and_then(|acquired| acquired);
         match result {
             Ok(guard) => {
                 attempt.armed = false;
@@ -239,10 +237,10 @@ impl Queue {
             self.drop_duplicates(&listing, &attempt.id, &own_name).await;
             match decide(self.kind, &listing, &own_name)? {
                 Decision::Acquired => return Ok(self.guard(own, czxid)),
-                Decision::Missing => return Err(LockError::Lost),
+                Decision::Missing => return Err(Error::Lost),
                 Decision::WatchChildren => {
                     if let Some(watch) = children_watch {
-                        watch.changed().await.map_err(LockError::from)?;
+                        watch.changed().await.map_err(Error::from)?;
                     }
                 }
                 Decision::Watch { node, last, before } => {

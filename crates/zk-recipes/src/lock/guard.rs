@@ -1,11 +1,14 @@
 //! A held lock: [`LockGuard`], its validity from the session's state, and its release.
 
+use std::time::Duration;
+
 use tokio::sync::watch;
 use zk_proto::{Client, SessionState};
 
-use super::{LockError, Result};
 use crate::cleanup::withdraw;
+use crate::deadline::within;
 use crate::sequential::sequence_of;
+use crate::{Error, Result};
 
 /// Whether a held lock can still be trusted, from the session's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,11 +88,13 @@ impl LockGuard {
 
     /// Resolves when the lock may no longer be held: the session is
     /// [`Suspended`](Validity::Suspended) (disconnected; it may come back) or
-    /// [`Lost`](Validity::Lost). Returns that validity at once if it is not held now.
+    /// [`Lost`](Validity::Lost). Returns that validity at once if it is not held now. Waits at
+    /// most `timeout` (`None`: no limit).
     ///
     /// # Errors
     ///
-    /// None: the returned validity is the answer.
+    /// [`Error::Timeout`] when `timeout` passed while the lock was held (the guard is not
+    /// affected); no other: the returned validity is the answer.
     ///
     /// # Cancellation safety
     ///
@@ -98,23 +103,26 @@ impl LockGuard {
     /// # Session loss
     ///
     /// This is how session loss is reported.
-    pub async fn lost(&self) -> Validity {
+    pub async fn lost(&self, timeout: Option<Duration>) -> Result<Validity> {
         let mut states = self.states.clone();
-        match states
-            .wait_for(|s| Validity::of(*s) != Validity::Held)
-            .await
-        {
-            Ok(state) => Validity::of(*state),
-            // The client is gone: so is the session.
-            Err(_) => Validity::Lost,
-        }
+        let lost = async move {
+            match states
+                .wait_for(|s| Validity::of(*s) != Validity::Held)
+                .await
+            {
+                Ok(state) => Validity::of(*state),
+                // The client is gone: so is the session.
+                Err(_) => Validity::Lost,
+            }
+        };
+        within(timeout, lost).await
     }
 
     /// Releases the lock (deletes its node) and waits for it.
     ///
     /// # Errors
     ///
-    /// [`LockError::Lost`] when the session ended (the lock was lost before the release, and
+    /// [`Error::Lost`] when the session ended (the lock was lost before the release, and
     /// the work it protected may have overlapped with another holder's), or when the node was
     /// already deleted by someone else; other ZooKeeper errors as they come.
     ///
@@ -141,8 +149,8 @@ impl LockGuard {
                     continue;
                 }
                 Err(zk_proto::Error::NoNode) if maybe_deleted => return Ok(()),
-                Err(zk_proto::Error::NoNode) => return Err(LockError::Lost),
-                Err(e) if e.is_terminal() => return Err(LockError::Lost),
+                Err(zk_proto::Error::NoNode) => return Err(Error::Lost),
+                Err(e) if e.is_terminal() => return Err(Error::Lost),
                 Err(e) => return Err(e.into()),
             }
         }

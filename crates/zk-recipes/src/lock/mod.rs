@@ -36,6 +36,9 @@ use std::time::Duration;
 
 use zk_proto::Client;
 
+#[cfg(doc)]
+use crate::Error;
+use crate::Result;
 use attempt::Queue;
 pub use guard::{LockGuard, Validity};
 use rules::{Kind, MUTEX, READ, Rule, WRITE};
@@ -52,32 +55,6 @@ pub const WRITE_NAME: &str = "__WRIT__";
 /// semaphores).
 pub const LEASE_NAME: &str = "lease-";
 
-/// Why a lock operation failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LockError {
-    /// A ZooKeeper call failed (for example [`zk_proto::Error::SessionExpired`]).
-    #[error(transparent)]
-    Zk(#[from] zk_proto::Error),
-    /// The acquire did not succeed within its timeout; its node was deleted.
-    #[error("the lock was not acquired within the timeout")]
-    Timeout,
-    /// The lock (or the contender's node) is gone: the session ended, or the node was deleted
-    /// by someone else.
-    #[error("the lock was lost (session ended or node deleted)")]
-    Lost,
-    /// The parent's sequence counter wrapped past `i32::MAX`: the order of the contenders can
-    /// no longer be told from their names. Recreate the lock's parent node.
-    #[error("the sequence counter of the lock node wrapped (child {child})")]
-    SequenceWrapped {
-        /// The child whose sequence number could not be read.
-        child: String,
-    },
-}
-
-/// The result of the lock operations.
-pub type Result<T, E = LockError> = std::result::Result<T, E>;
-
 /// A distributed mutex, compatible with Apache Curator's `InterProcessMutex` on the same
 /// path: `<path>/_c_<uuid>-lock-<seq>` nodes in Curator's order (every child of the path,
 /// sorted by the text after `lock-`); the first holds the lock.
@@ -86,11 +63,11 @@ pub type Result<T, E = LockError> = std::result::Result<T, E>;
 /// other contender. The lock's parent node is created as a container node when missing.
 ///
 /// ```no_run
-/// # async fn example(client: zk_proto::Client) -> zk_recipes::lock::Result<()> {
+/// # async fn example(client: zk_proto::Client) -> zk_recipes::Result<()> {
 /// let lock = zk_recipes::lock::Lock::new(&client, "/locks/jobs");
-/// let guard = lock.acquire().await?;
+/// let guard = lock.acquire(None).await?;
 /// tokio::select! {
-///     _ = guard.lost() => { /* stop: the lock may be gone */ }
+///     _ = guard.lost(None) => { /* stop: the lock may be gone */ }
 ///     _ = async { /* the protected work, fenced with guard.fencing_token() */ } => {}
 /// }
 /// guard.release().await?;
@@ -115,16 +92,17 @@ impl Lock {
         &self.queue.parent
     }
 
-    /// Waits for the lock.
+    /// Waits for the lock, at most `timeout` (`None`: no limit).
     ///
     /// Uncontended, this is one round trip (create and listing sent back to back).
     ///
     /// # Errors
     ///
-    /// [`LockError::Zk`] with the session's end ([`zk_proto::Error::SessionExpired`], ...) or
-    /// another refusal (ACL); [`LockError::Lost`] when the contender's node was deleted by
-    /// someone else; [`LockError::SequenceWrapped`]. Before the error is returned, the delete of
-    /// the contender's node is queued (so any later call of this client sees it gone); a node
+    /// [`Error::Timeout`] when `timeout` passed first, even with no server reachable;
+    /// [`Error::Zk`] with the session's end ([`zk_proto::Error::SessionExpired`], ...) or
+    /// another refusal (ACL); [`Error::Lost`] when the contender's node was deleted by someone
+    /// else; [`Error::SequenceWrapped`]. Before any error is returned, the delete of the
+    /// contender's node is queued (so any later call of this client sees it gone); a node
     /// whose name is not known yet (its create's reply was lost) is found and deleted by a
     /// background task. Nothing waits for a server: the error comes at once even when none
     /// is reachable.
@@ -141,27 +119,8 @@ impl Lock {
     ///
     /// A disconnection while waiting is survived (watches are re-registered, a lost create
     /// reply is recovered). Session expiry fails the acquire.
-    pub async fn acquire(&self) -> Result<LockGuard> {
-        self.queue.acquire(None).await
-    }
-
-    /// As [`acquire`](Lock::acquire), giving up after `timeout`.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Timeout`] after `timeout`, even with no server reachable (the node's
-    /// delete is queued before it returns, as for the other errors), and
-    /// those of [`acquire`](Lock::acquire).
-    ///
-    /// # Cancellation safety
-    ///
-    /// As [`acquire`](Lock::acquire).
-    ///
-    /// # Session loss
-    ///
-    /// As [`acquire`](Lock::acquire).
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        self.queue.acquire(Some(timeout)).await
+    pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
+        self.queue.acquire(timeout).await
     }
 }
 
@@ -236,11 +195,12 @@ impl Semaphore {
         }
     }
 
-    /// Waits for a lease.
+    /// Waits for a lease, at most `timeout` (`None`: no limit).
     ///
     /// # Errors
     ///
-    /// As [`Lock::acquire`].
+    /// As [`Lock::acquire`] ([`Error::Timeout`] when `timeout` passed first; the lease node
+    /// is then deleted).
     ///
     /// # Cancellation safety
     ///
@@ -249,24 +209,7 @@ impl Semaphore {
     /// # Session loss
     ///
     /// As [`Lock::acquire`].
-    pub async fn acquire(&self) -> Result<LockGuard> {
-        self.lock.acquire().await
-    }
-
-    /// Waits for a lease at most `timeout`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::acquire_timeout`].
-    ///
-    /// # Cancellation safety
-    ///
-    /// As [`Lock::acquire`].
-    ///
-    /// # Session loss
-    ///
-    /// As [`Lock::acquire`].
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        self.lock.acquire_timeout(timeout).await
+    pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
+        self.lock.acquire(timeout).await
     }
 }

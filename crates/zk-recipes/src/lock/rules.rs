@@ -1,8 +1,9 @@
 //! Who holds and whom a waiter watches: the pure ordering rules of the three recipes, from
 //! one listing of the children (Curator's rules for the mutex and the read-write lock).
 
-use super::{LockError, MUTEX_NAME, READ_NAME, Result, WRITE_NAME};
+use super::{MUTEX_NAME, READ_NAME, WRITE_NAME};
 use crate::sequential::{curator_sort_key, sort_like_curator};
+use crate::{Error, Result};
 
 /// Which contenders stand in the way of which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,13 +89,13 @@ pub(super) fn is_wrapped(key: &str) -> bool {
 /// For the Curator recipes this is Curator's own order: every child, sorted by
 /// [`sort_like_curator`] with the kind's lock names. For the semaphore, only the children
 /// named [`LEASE_NAME`] with a sequence number, by that number. A node with a recipe's name
-/// and a wrapped sequence number stops the decision ([`LockError::SequenceWrapped`]).
+/// and a wrapped sequence number stops the decision ([`Error::SequenceWrapped`]).
 pub(super) fn queue_of(kind: Kind, children: &[String]) -> Result<Vec<&String>> {
     let mut queue: Vec<&String> = Vec::with_capacity(children.len());
     for child in children {
         let key = curator_sort_key(child, kind.sort_names);
         if kind.sort_names.iter().any(|name| child.contains(name)) && is_wrapped(key) {
-            return Err(LockError::SequenceWrapped {
+            return Err(Error::SequenceWrapped {
                 child: child.clone(),
             });
         }
@@ -218,7 +219,7 @@ mod tests {
             assert!(
                 matches!(
                     decide(MUTEX, &children, "_c_a-lock-2147483647"),
-                    Err(LockError::SequenceWrapped { .. })
+                    Err(Error::SequenceWrapped { .. })
                 ),
                 "{wrapped}"
             );

@@ -1,0 +1,31 @@
+//! The recipes' error type, shared by every recipe.
+
+/// Why a recipe call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A ZooKeeper call failed (for example [`zk_proto::Error::SessionExpired`], or
+    /// [`zk_proto::Error::Closed`] for an election that was closed).
+    #[error(transparent)]
+    Zk(#[from] zk_proto::Error),
+    /// The call's `timeout` passed before what it waited for happened. Whatever the call had
+    /// created is cleaned up as its documentation says, as for its other errors (a lock
+    /// contender's node, a barrier participant's node, ... are deleted); a call that only
+    /// observes leaves everything as it was (an election candidate stays in the race).
+    #[error("the call's timeout passed first")]
+    Timeout,
+    /// The lock (or the contender's node) is gone: the session ended, or the node was deleted
+    /// by someone else.
+    #[error("the lock was lost (session ended or node deleted)")]
+    Lost,
+    /// The parent's sequence counter wrapped past `i32::MAX`: the order of the contenders can
+    /// no longer be told from their names. Recreate the lock's parent node.
+    #[error("the sequence counter of the lock node wrapped (child {child})")]
+    SequenceWrapped {
+        /// The child whose sequence number could not be read.
+        child: String,
+    },
+}
+
+/// The result of the recipes' calls.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
