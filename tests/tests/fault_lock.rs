@@ -74,6 +74,13 @@ fn name(node: &str) -> String {
     node.rsplit('/').next().unwrap_or(node).to_owned()
 }
 
+/// Takes the lock at `path`, bounded, expecting success.
+async fn acquire(client: &Client, path: &str) -> LockGuard {
+    within("acquire", CALL, Lock::new(client, path).acquire(None))
+        .await
+        .expect("acquire")
+}
+
 /// Releases a guard, bounded, expecting success.
 async fn release(guard: LockGuard) {
     within("release", CALL, guard.release())
@@ -277,13 +284,7 @@ async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
     let holder_sid = holder_client.session_id();
     assert!(serves(&ensemble, holder_server, holder_sid).await);
     let path = "/fault/moving";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(&holder_client, path).acquire(None),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = acquire(&holder_client, path).await;
     let holder_node = holder.node().to_owned();
     let waiter_states = StateLog::record(&waiter_client);
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
@@ -527,13 +528,7 @@ async fn frozen_holder(stuck_write: bool) {
     let rival_client = connect(&server.connect_string()).await;
     assert_eq!(holder_client.negotiated_timeout(), Some(SESSION));
     let path = "/fault/frozen-holder";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(&holder_client, path).acquire(None),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = acquire(&holder_client, path).await;
     let rival = spawn_acquire(&Lock::new(&rival_client, path), CALL);
     wait_children(
         &rival_client,
@@ -631,13 +626,7 @@ async fn a_watch_event_must_not_extend_the_holders_local_expiry() {
     let path = "/fault/poked-holder";
     let poke = "/fault/poke";
     mkdirs(&rival_client, poke).await;
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(&holder_client, path).acquire(None),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = acquire(&holder_client, path).await;
     let rival = spawn_acquire(&Lock::new(&rival_client, path), CALL);
     wait_children(
         &rival_client,
@@ -712,13 +701,7 @@ async fn a_short_freeze_loses_nothing_and_grants_nothing() {
     );
     mkdirs(&waiter_client, counter).await;
     mkdirs(&waiter_client, seq).await;
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(&holder_client, path).acquire(None),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = acquire(&holder_client, path).await;
     let holder_node = holder.node().to_owned();
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     wait_children(
@@ -825,13 +808,7 @@ async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
     let path = "/fault/cut-waiter";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(&holder_client, path).acquire(None),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = acquire(&holder_client, path).await;
     let holder_name = name(holder.node());
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     let listing = wait_children(
@@ -1045,13 +1022,7 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     // Phase 2: the storm while one session holds the lock and another waits.
     let holder_client = connect(&server.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(&holder_client, path).acquire(None),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = acquire(&holder_client, path).await;
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
     wait_children(
         &observer,
@@ -1222,13 +1193,7 @@ async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
     let waiter_client = connect(&proxy.connect_string()).await;
     let holder_client = connect(&server.connect_string()).await;
     let path = "/fault/expired-waiter";
-    let holder = within(
-        "acquire",
-        CALL,
-        Lock::new(&holder_client, path).acquire(None),
-    )
-    .await
-    .expect("holder acquires");
+    let holder = acquire(&holder_client, path).await;
     let holder_name = name(holder.node());
     let waiter = spawn_acquire(&Lock::new(&waiter_client, path), SESSION * 10);
     let listing = wait_children(
