@@ -121,9 +121,11 @@ fn reap_orphans_in(base: &Path) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
     };
+    // The listing is taken whole before anything is removed: removing entries while the
+    // directory is being read leaves it unspecified whether the others are all returned.
+    let dirs: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
     let me = std::process::id();
-    for entry in entries.flatten() {
-        let dir = entry.path();
+    for dir in dirs {
         let Some(owner) = read_pid(&dir.join(OWNER_FILE)) else {
             continue;
         };

@@ -23,8 +23,15 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
 
     // An "orphaned JVM": a process whose command line names the directory. (A loop, so that
     // the shell cannot exec into its last command and lose the directory from its argv.)
-    let orphan_dir = base.join(format!("reaper-test-orphan-{me}"));
-    fs::create_dir_all(orphan_dir.join("server-1")).unwrap();
+    // A name no earlier run can have left behind (a pid is reused across runs), so that no
+    // reaper can take the directory for a stale one while it is being filled.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let orphan_dir = base.join(format!("reaper-test-orphan-{me}-{nanos}"));
+    fs::create_dir(&orphan_dir).unwrap();
+    fs::create_dir(orphan_dir.join("server-1")).unwrap();
     let mut orphan = Command::new("sh")
         .args([
             "-c",
@@ -60,9 +67,17 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
             break status;
         }
         if Instant::now() > deadline {
+            // What the reaper saw, for whoever reads the failure.
+            let cmdline = fs::read(format!("/proc/{}/cmdline", orphan.id()))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "));
             let _ = orphan.kill();
             let _ = bystander.kill();
-            panic!("the orphan was not killed");
+            panic!(
+                "the orphan was not killed (its directory {} exists: {}; its command line: \
+                 {cmdline:?})",
+                orphan_dir.display(),
+                orphan_dir.exists()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     };
