@@ -36,6 +36,7 @@ mod error;
 pub mod fuzzing;
 pub mod path;
 mod read_only;
+pub mod sasl;
 pub mod session;
 
 pub use acl::{Acl, ClientInfo, Id};

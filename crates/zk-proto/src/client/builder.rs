@@ -9,6 +9,7 @@ use super::{Client, Shared};
 use crate::connect_string::ConnectString;
 use crate::driver::{Dialer, Driver, Published, tcp_dialer};
 use crate::error::{Error, Result};
+use crate::sasl::SaslConfig;
 use crate::session::{Session, SessionConfig, SessionState};
 
 /// Builds a [`Client`].
@@ -26,6 +27,7 @@ pub struct ClientBuilder {
     backoff: (Duration, Duration),
     close_timeout: Duration,
     watch_capacity: usize,
+    sasl: Option<SaslConfig>,
 }
 
 impl Default for ClientBuilder {
@@ -44,6 +46,7 @@ impl Default for ClientBuilder {
             backoff: session.backoff,
             close_timeout: session.close_timeout,
             watch_capacity: 1024,
+            sasl: None,
         }
     }
 }
@@ -142,6 +145,23 @@ impl ClientBuilder {
         self
     }
 
+    /// Authenticates with SASL on every connection, before any other request (see
+    /// [`sasl`](crate::sasl)). `connect` returns once the first exchange succeeded; a refused
+    /// authentication ends the session with [`Error::AuthFailed`] (not retried: the same
+    /// credentials would be refused again).
+    #[must_use]
+    pub fn sasl(mut self, config: SaslConfig) -> Self {
+        self.sasl = Some(config);
+        self
+    }
+
+    /// SASL DIGEST-MD5 with `user` and `password` ([`SaslConfig::digest_md5`]): the session
+    /// is authenticated as `sasl:<user>`.
+    #[must_use]
+    pub fn sasl_digest(self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl(SaslConfig::digest_md5(user, password))
+    }
+
     /// Connects: spawns the connection task on the current tokio runtime and waits until a
     /// session is established.
     ///
@@ -175,6 +195,7 @@ impl ClientBuilder {
             fail_fast: self.fail_fast,
             connect_timeout: self.connect_timeout.unwrap_or(Some(self.session_timeout)),
             close_timeout: self.close_timeout,
+            sasl: self.sasl,
             ..SessionConfig::default()
         });
         let (tx, commands) = mpsc::unbounded_channel();

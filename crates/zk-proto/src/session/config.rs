@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::{DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF};
 use crate::connect_string::HostAddr;
 use crate::path::Chroot;
+use crate::sasl::SaslConfig;
 
 /// The settings a session runs with.
 #[derive(Debug, Clone)]
@@ -39,6 +40,8 @@ pub struct SessionConfig {
     pub close_timeout: Duration,
     /// The cap on the encoded paths of one SetWatches request.
     pub set_watches_max_bytes: usize,
+    /// SASL authentication, run on every new connection before any other request.
+    pub sasl: Option<SaslConfig>,
 }
 
 impl Default for SessionConfig {
@@ -57,6 +60,7 @@ impl Default for SessionConfig {
             connect_timeout: Some(Duration::from_secs(30)),
             close_timeout: Duration::from_secs(2),
             set_watches_max_bytes: 128 * 1024,
+            sasl: None,
         }
     }
 }

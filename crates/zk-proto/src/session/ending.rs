@@ -83,6 +83,7 @@ impl Session {
         let was_linked = !matches!(self.link, Link::Down { .. });
         self.link = Link::Down { retry_at: None };
         self.control.clear();
+        self.sasl = None;
         // The state first: a caller woken by the error below reads the state that caused it.
         self.set_state(state);
         let mut failed: Vec<RequestId> = Vec::new();

@@ -29,7 +29,7 @@ impl Session {
         let id = self.new_id();
         self.credentials.push((scheme, auth));
         let index = self.credentials.len() - 1;
-        if matches!(self.link, Link::Up { .. }) {
+        if matches!(self.link, Link::Up { .. }) && !self.authenticating() {
             self.control
                 .push_back(Outgoing::Raw(self.auth_frame(index)));
             self.auth_pending.push_back(Some(id));
@@ -193,6 +193,15 @@ impl Session {
             read_only,
             "session established"
         );
+        if !self.start_sasl(read_only) {
+            self.session_ready(read_only);
+        }
+    }
+
+    /// The connection is ready for the session's traffic (after the ConnectResponse, or after
+    /// the SASL exchange): credentials are replayed and watches re-armed, before any queued
+    /// request, and the session is connected.
+    pub(super) fn session_ready(&mut self, read_only: bool) {
         // Replay credentials, then re-arm watches, before any queued request.
         for index in 0..self.credentials.len() {
             let waiter = self
@@ -263,6 +272,7 @@ impl Session {
         };
         self.link = Link::Down { retry_at: None };
         self.control.clear();
+        self.sasl = None;
         self.ping_queued = false;
         self.pings_in_flight.clear();
         // The closeSession in flight is not failed: a session whose close was sent is

@@ -122,6 +122,8 @@ impl Session {
     pub(super) fn failed_reply(&mut self, pending: Pending, error: ProtocolError) {
         if pending.op_code == OpCode::CLOSE_SESSION {
             self.finish_close();
+        } else if pending.after == AfterReply::Sasl {
+            self.handle_sasl_reply(ErrorCode::OK, None);
         } else if let Some(id) = pending.id {
             self.reply(id, Err(Error::Protocol(error)), false);
         }
@@ -131,6 +133,10 @@ impl Session {
         let error = Error::from_code(err);
         if pending.op_code == OpCode::CLOSE_SESSION {
             self.finish_close();
+            return;
+        }
+        if pending.after == AfterReply::Sasl {
+            self.handle_sasl_reply(err, body);
             return;
         }
         let Some(id) = pending.id else {

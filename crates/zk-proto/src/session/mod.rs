@@ -11,11 +11,14 @@ mod handshake;
 mod inbound;
 mod reconnect;
 mod request;
+mod sasl;
 mod state;
 mod timing;
 mod watch;
 mod xid;
 
+#[cfg(test)]
+mod sasl_tests;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +39,7 @@ use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
 use jute::codes::xid as reserved;
 use request::{AfterReply, Encoded};
+use sasl::SaslRun;
 use watch::WatchRegistry;
 use xid::XidAllocator;
 
@@ -203,6 +207,8 @@ pub struct Session {
     failed_attempts: u32,
     tried: BTreeSet<usize>,
     last_failure: Option<ConnectFailure>,
+    /// The SASL exchange under way on this connection, if any.
+    sasl: Option<SaslRun>,
 }
 
 const HEADER_LEN: usize = 8;
@@ -258,6 +264,7 @@ impl Session {
             current_host: None,
             failed_attempts: 0,
             tried: BTreeSet::new(),
+            sasl: None,
             last_failure: None,
         }
     }
@@ -497,7 +504,10 @@ impl Session {
                         "nothing heard from the server for the read timeout; reconnecting"
                     );
                     self.lose_connection(now, Error::ConnectionLoss, true);
-                } else if !self.ping_queued && now >= last_send + self.timing.ping_interval {
+                } else if !self.ping_queued
+                    && !self.authenticating()
+                    && now >= last_send + self.timing.ping_interval
+                {
                     let ping = (
                         jute::RequestHeader {
                             xid: reserved::PING,
@@ -603,6 +613,7 @@ impl Session {
                         }
                     }
                 } else if self.pending.len() < self.config.max_in_flight
+                    && !self.authenticating()
                     && let Some((id, encoded)) = self.outbox.pop_front()
                 {
                     self.send_request(now, id, encoded, buf);
@@ -653,7 +664,7 @@ impl Session {
                 ..
             } => {
                 consider(last_recv + self.timing.read_timeout);
-                if !self.ping_queued {
+                if !self.ping_queued && !self.authenticating() {
                     consider(last_send + self.timing.ping_interval);
                 }
             }

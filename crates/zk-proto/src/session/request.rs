@@ -237,6 +237,8 @@ pub(crate) enum AfterReply {
     Watch(String, WatchKind),
     /// Remove the local watches of these kinds on this server path (removeWatches OK).
     RemoveWatches(String, &'static [WatchKind]),
+    /// A SASL token: the reply goes to the connection's SASL exchange.
+    Sasl,
 }
 
 /// A request checked and encoded, waiting for its xid.

@@ -8,23 +8,23 @@ use jute::*;
 use super::*;
 
 /// The client side of a conversation: the session, a virtual clock, and what it sent.
-struct Harness {
-    session: Session,
-    now: Instant,
+pub(super) struct Harness {
+    pub(super) session: Session,
+    pub(super) now: Instant,
 }
 
-fn config() -> SessionConfig {
+pub(super) fn config() -> SessionConfig {
     SessionConfig {
         session_timeout: Duration::from_secs(30),
         ..SessionConfig::default()
     }
 }
 
-fn frame(header: ReplyHeader, body: impl Encode) -> Bytes {
+pub(super) fn frame(header: ReplyHeader, body: impl Encode) -> Bytes {
     (header, body).to_bytes()
 }
 
-fn ok(xid: i32, zxid: i64) -> ReplyHeader {
+pub(super) fn ok(xid: i32, zxid: i64) -> ReplyHeader {
     ReplyHeader {
         xid,
         zxid,
@@ -62,7 +62,7 @@ fn get_data(path: &str, watch: bool) -> Op {
 }
 
 impl Harness {
-    fn new(config: SessionConfig) -> Self {
+    pub(super) fn new(config: SessionConfig) -> Self {
         Self {
             session: Session::new(config),
             now: Instant::now(),
@@ -70,7 +70,7 @@ impl Harness {
     }
 
     /// Opens a connection and returns the ConnectRequest the session sent.
-    fn connect(&mut self) -> ConnectRequest {
+    pub(super) fn connect(&mut self) -> ConnectRequest {
         self.session.handle_connected(self.now);
         let frame = self
             .session
@@ -84,7 +84,7 @@ impl Harness {
     }
 
     /// Connects and accepts the session.
-    fn establish(&mut self, session_id: i64, timeout_ms: i32) -> ConnectRequest {
+    pub(super) fn establish(&mut self, session_id: i64, timeout_ms: i32) -> ConnectRequest {
         let request = self.connect();
         self.server_says(
             ConnectResponse {
@@ -99,12 +99,12 @@ impl Harness {
         request
     }
 
-    fn server_says(&mut self, frame: Bytes) {
+    pub(super) fn server_says(&mut self, frame: Bytes) {
         self.session.handle_frame(self.now, frame);
     }
 
     /// Every frame the session wants to send now, split into header and body.
-    fn sent(&mut self) -> Vec<(RequestHeader, Bytes)> {
+    pub(super) fn sent(&mut self) -> Vec<(RequestHeader, Bytes)> {
         std::iter::from_fn(|| self.session.poll_transmit(self.now))
             .map(|frame| {
                 let header = decode_exact::<RequestHeader>(frame.slice(..8)).expect("header");
@@ -113,12 +113,12 @@ impl Harness {
             .collect()
     }
 
-    fn events(&mut self) -> Vec<SessionEvent> {
+    pub(super) fn events(&mut self) -> Vec<SessionEvent> {
         std::iter::from_fn(|| self.session.poll_event()).collect()
     }
 
     /// Moves the clock forward, firing timers as they come due.
-    fn advance(&mut self, by: Duration) {
+    pub(super) fn advance(&mut self, by: Duration) {
         let until = self.now + by;
         while let Some(at) = self.session.poll_timeout() {
             if at > until {
@@ -130,12 +130,12 @@ impl Harness {
         self.now = until;
     }
 
-    fn submit(&mut self, op: Op) -> RequestId {
+    pub(super) fn submit(&mut self, op: Op) -> RequestId {
         self.session.submit(op, None).expect("a valid request")
     }
 }
 
-fn replies(events: &[SessionEvent]) -> Vec<(RequestId, Result<Response, Error>)> {
+pub(super) fn replies(events: &[SessionEvent]) -> Vec<(RequestId, Result<Response, Error>)> {
     events
         .iter()
         .filter_map(|e| match e {

@@ -1,0 +1,175 @@
+//! The SASL exchange, scripted: what is held back while it runs, what ends it, and that it
+//! starts over on every connection.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use jute::*;
+
+use super::tests::{Harness, config, frame, ok, replies};
+use super::*;
+use crate::sasl::{SaslConfig, SaslError, SaslMechanism, SaslStep};
+
+/// A two-step mechanism: sends `hello`; to `challenge` answers `answer`; `welcome` ends it.
+#[derive(Debug)]
+struct Scripted;
+
+impl SaslMechanism for Scripted {
+    fn name(&self) -> &str {
+        "SCRIPTED"
+    }
+
+    fn initial_token(&mut self) -> Result<Vec<u8>, SaslError> {
+        Ok(b"hello".to_vec())
+    }
+
+    fn step(&mut self, token: &[u8]) -> Result<SaslStep, SaslError> {
+        match token {
+            b"challenge" => Ok(SaslStep::Send(b"answer".to_vec())),
+            b"welcome" => Ok(SaslStep::Done),
+            _ => Err(SaslError::ServerNotAuthenticated),
+        }
+    }
+}
+
+fn sasl_config() -> SessionConfig {
+    SessionConfig {
+        sasl: Some(SaslConfig::custom("SCRIPTED", || Ok(Box::new(Scripted)))),
+        ..config()
+    }
+}
+
+/// The token of a SASL request the session sent.
+fn sasl_token(sent: &(RequestHeader, Bytes)) -> Bytes {
+    assert_eq!(sent.0.op_code, OpCode::SASL, "a SASL request");
+    decode_exact::<GetSaslRequest>(sent.1.clone())
+        .expect("a GetSASLRequest")
+        .token
+        .unwrap_or_default()
+}
+
+fn sasl_reply(xid: i32, token: &[u8]) -> Bytes {
+    frame(
+        ok(xid, 0),
+        SetSaslResponse {
+            token: Some(Bytes::copy_from_slice(token)),
+        },
+    )
+}
+
+#[test]
+fn the_exchange_runs_first_and_holds_back_everything_else_until_it_succeeds() {
+    let mut h = Harness::new(sasl_config());
+    let request = h.submit(Op::Sync { path: "/".into() });
+    let auth = h
+        .session
+        .add_auth("digest".into(), Bytes::from_static(b"u:p"))
+        .expect("open session");
+    h.establish(0x51, 30_000);
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1, "only the first token: {sent:?}");
+    assert_eq!(sasl_token(&sent[0]), &b"hello"[..]);
+    assert_eq!(h.session.state(), SessionState::Connecting);
+
+    // Past the ping interval: no ping either, while the exchange runs.
+    h.advance(Duration::from_secs(11));
+    assert!(h.sent().is_empty(), "nothing else while authenticating");
+    h.server_says(sasl_reply(sent[0].0.xid, b"challenge"));
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sasl_token(&sent[0]), &b"answer"[..]);
+    assert_eq!(h.session.state(), SessionState::Connecting);
+
+    h.server_says(sasl_reply(sent[0].0.xid, b"welcome"));
+    assert_eq!(h.session.state(), SessionState::Connected);
+    // Now the credentials, then the caller's request, in that order.
+    let sent = h.sent();
+    let ops: Vec<OpCode> = sent.iter().map(|(header, _)| header.op_code).collect();
+    assert_eq!(ops, [OpCode::AUTH, OpCode::SYNC]);
+    h.server_says(frame(
+        ReplyHeader {
+            xid: jute::codes::xid::AUTH,
+            zxid: 0,
+            err: ErrorCode::OK,
+        },
+        (),
+    ));
+    h.server_says(frame(
+        ok(sent[1].0.xid, 5),
+        SyncResponse {
+            path: Some("/".into()),
+        },
+    ));
+    let events = h.events();
+    let replies = replies(&events);
+    assert_eq!(replies.len(), 2, "{events:?}");
+    assert!(replies.iter().all(|(_, result)| result.is_ok()));
+    assert!(replies.iter().any(|(id, _)| *id == auth));
+    assert!(replies.iter().any(|(id, _)| *id == request));
+}
+
+#[test]
+fn a_refused_exchange_ends_the_session_in_auth_failed_without_retrying() {
+    let mut h = Harness::new(sasl_config());
+    let request = h.submit(Op::Sync { path: "/".into() });
+    h.establish(0x52, 30_000);
+    let sent = h.sent();
+    h.server_says(frame(
+        ReplyHeader {
+            xid: sent[0].0.xid,
+            zxid: 0,
+            err: ErrorCode::AUTH_FAILED,
+        },
+        SetSaslResponse { token: None },
+    ));
+    assert_eq!(h.session.state(), SessionState::AuthFailed);
+    let events = h.events();
+    assert_eq!(
+        replies(&events),
+        [(request, Err(Error::AuthFailed))],
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(_))),
+        "the connection is dropped: {events:?}"
+    );
+    h.advance(Duration::from_secs(60));
+    assert_eq!(h.session.poll_connect(h.now), None, "no new attempt");
+}
+
+#[test]
+fn a_server_that_fails_mutual_authentication_ends_the_session() {
+    let mut h = Harness::new(sasl_config());
+    h.establish(0x53, 30_000);
+    let sent = h.sent();
+    h.server_says(sasl_reply(sent[0].0.xid, b"not the expected token"));
+    assert_eq!(h.session.state(), SessionState::AuthFailed);
+    assert!(h.sent().is_empty());
+}
+
+#[test]
+fn a_connection_lost_mid_exchange_starts_it_over_on_the_next_connection() {
+    let mut h = Harness::new(sasl_config());
+    h.establish(0x54, 30_000);
+    let sent = h.sent();
+    h.server_says(sasl_reply(sent[0].0.xid, b"challenge"));
+    assert_eq!(h.sent().len(), 1, "the answer went out");
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    assert_eq!(h.session.state(), SessionState::Connecting);
+    h.advance(Duration::from_secs(2));
+    let request = h.establish(0x54, 30_000);
+    assert_eq!(request.session_id, 0x54, "the same session is resumed");
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sasl_token(&sent[0]),
+        &b"hello"[..],
+        "a fresh exchange: its first token again"
+    );
+    h.server_says(sasl_reply(sent[0].0.xid, b"challenge"));
+    let sent = h.sent();
+    h.server_says(sasl_reply(sent[0].0.xid, b"welcome"));
+    assert_eq!(h.session.state(), SessionState::Connected);
+}

@@ -1,0 +1,223 @@
+//! SASL DIGEST-MD5 against the real server: its `SASLAuthenticationProvider` and a JAAS
+//! `Server` section with `DigestLoginModule` users, as docs/security.md describes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use zk_proto::acl::acl;
+use zk_proto::{ClientInfo, CreateOptions, Error, Perms, SessionState};
+use zk_testkit::client::{
+    blocking, builder, connect, connect_with, server_builder, start_ensemble, start_server_with,
+    wait_for_state, within,
+};
+use zk_testkit::fault::FaultProxy;
+use zk_testkit::{Ensemble, EnsembleBuilder, ZkServer, ZkServerBuilder};
+
+const BOB: (&str, &str) = ("bob", "bob-secret");
+const ALICE: (&str, &str) = ("alice", "alice-secret");
+const CALL: Duration = Duration::from_secs(10);
+
+/// A JAAS file with the users bob and alice, kept until the test ends.
+struct Jaas {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Jaas {
+    fn new() -> Jaas {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("server.jaas");
+        std::fs::write(
+            &path,
+            format!(
+                "Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \
+                 user_{}=\"{}\"\n  user_{}=\"{}\";\n}};\n",
+                BOB.0, BOB.1, ALICE.0, ALICE.1
+            ),
+        )
+        .expect("write the JAAS file");
+        Jaas { _dir: dir, path }
+    }
+
+    /// The same settings for every server of an ensemble (not enforced).
+    fn configure_ensemble(&self, builder: EnsembleBuilder) -> EnsembleBuilder {
+        builder
+            .config(
+                "authProvider.1",
+                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            )
+            .system_property("java.security.auth.login.config", self.path.display())
+    }
+
+    /// The server settings for SASL; `enforce`: every session must authenticate with it.
+    fn configure(&self, builder: ZkServerBuilder, enforce: bool) -> ZkServerBuilder {
+        let builder = builder
+            .config(
+                "authProvider.1",
+                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            )
+            .system_property("java.security.auth.login.config", self.path.display());
+        if enforce {
+            builder
+                .config("enforce.auth.enabled", "true")
+                .config("enforce.auth.schemes", "sasl")
+        } else {
+            builder
+        }
+    }
+}
+
+async fn sasl_server(jaas: &Jaas, enforce: bool) -> ZkServer {
+    start_server_with(jaas.configure(server_builder(), enforce)).await
+}
+
+fn sasl_user(user: (&str, &str)) -> zk_proto::ClientBuilder {
+    builder().sasl_digest(user.0, user.1)
+}
+
+fn identity(scheme: &str, user: &str) -> ClientInfo {
+    ClientInfo {
+        auth_scheme: scheme.to_owned(),
+        user: user.to_owned(),
+    }
+}
+
+/// Creates `/secret`, readable and writable only by `sasl:bob`.
+async fn create_bobs_secret(bob: &zk_proto::Client) {
+    let options = CreateOptions::persistent().with_acl(vec![acl("sasl", "bob", Perms::ALL)]);
+    within("create", CALL, bob.create("/secret", "bob's", &options))
+        .await
+        .expect("bob creates his node");
+}
+
+#[tokio::test]
+async fn an_authenticated_session_is_its_sasl_user_and_sasl_acls_apply() {
+    let jaas = Jaas::new();
+    let server = sasl_server(&jaas, false).await;
+    let bob = connect_with(sasl_user(BOB), &server.connect_string()).await;
+    let who = within("whoAmI", CALL, bob.who_am_i())
+        .await
+        .expect("whoAmI");
+    assert!(who.contains(&identity("sasl", "bob")), "{who:?}");
+    create_bobs_secret(&bob).await;
+    assert_eq!(
+        &within("read", CALL, bob.get_data("/secret"))
+            .await
+            .expect("bob reads")
+            .0[..],
+        b"bob's"
+    );
+
+    // Another SASL user, and a session without SASL, are refused.
+    let alice = connect_with(sasl_user(ALICE), &server.connect_string()).await;
+    assert!(
+        within("whoAmI", CALL, alice.who_am_i())
+            .await
+            .expect("whoAmI")
+            .contains(&identity("sasl", "alice"))
+    );
+    assert_eq!(alice.get_data("/secret").await, Err(Error::NoAuth));
+    let anonymous = connect(&server.connect_string()).await;
+    assert_eq!(anonymous.get_data("/secret").await, Err(Error::NoAuth));
+    assert_eq!(
+        anonymous.set_data("/secret", "x", None).await,
+        Err(Error::NoAuth)
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_password_or_an_unknown_user_fails_with_auth_failed_and_no_retry() {
+    let jaas = Jaas::new();
+    let server = sasl_server(&jaas, false).await;
+    for (user, password) in [(BOB.0, "wrong"), ("mallory", "anything")] {
+        let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+        let result = within(
+            "a refused connect",
+            CALL,
+            builder()
+                .sasl_digest(user, password)
+                .connect(&proxy.connect_string()),
+        )
+        .await;
+        assert_eq!(result.err(), Some(Error::AuthFailed), "{user}");
+        // The one connection, and no other: a refused authentication is not retried.
+        assert_eq!(proxy.accepted(), 1, "{user}: connections");
+    }
+}
+
+#[tokio::test]
+async fn the_session_authenticates_again_after_a_server_restart() {
+    let jaas = Jaas::new();
+    let server = std::sync::Arc::new(sasl_server(&jaas, false).await);
+    let bob = connect_with(sasl_user(BOB), &server.connect_string()).await;
+    create_bobs_secret(&bob).await;
+    let session_id = bob.session_id();
+
+    let restarted = server.clone();
+    blocking(move || restarted.restart().expect("restart")).await;
+    wait_for_state(&bob, SessionState::Connected, Duration::from_secs(20)).await;
+    assert_eq!(bob.session_id(), session_id, "the same session");
+    // Only `sasl:bob` may read it: the new connection authenticated again.
+    assert_eq!(
+        &within("read", CALL, bob.get_data("/secret"))
+            .await
+            .expect("bob reads after the restart")
+            .0[..],
+        b"bob's"
+    );
+    assert!(
+        within("whoAmI", CALL, bob.who_am_i())
+            .await
+            .expect("whoAmI")
+            .contains(&identity("sasl", "bob"))
+    );
+}
+
+#[tokio::test]
+async fn the_session_authenticates_again_after_moving_to_another_server() {
+    let jaas = Jaas::new();
+    let ensemble = start_ensemble(jaas.configure_ensemble(Ensemble::builder(3))).await;
+    let addrs = ensemble.addrs();
+    let connect_string = format!("{},{}", addrs[0], addrs[1]);
+    let bob = connect_with(sasl_user(BOB).keep_host_order(true), &connect_string).await;
+    create_bobs_secret(&bob).await;
+    let session_id = bob.session_id();
+
+    let moved = ensemble.clone();
+    blocking(move || moved.kill(0)).await;
+    wait_for_state(&bob, SessionState::Connected, Duration::from_secs(30)).await;
+    assert_eq!(
+        bob.session_id(),
+        session_id,
+        "the same session, on server 2"
+    );
+    assert_eq!(
+        &within("read", CALL, bob.get_data("/secret"))
+            .await
+            .expect("bob reads on the other server")
+            .0[..],
+        b"bob's"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_enforces_sasl_serves_authenticated_sessions_only() {
+    let jaas = Jaas::new();
+    let server = sasl_server(&jaas, true).await;
+    let bob = connect_with(sasl_user(BOB), &server.connect_string()).await;
+    within(
+        "create",
+        CALL,
+        bob.create("/open", "", &CreateOptions::persistent()),
+    )
+    .await
+    .expect("an authenticated session is served");
+
+    let anonymous = connect(&server.connect_string()).await;
+    let refused = within("read", CALL, anonymous.get_data("/open")).await;
+    assert_eq!(refused, Err(Error::SessionClosedRequireSaslAuth));
+    // Bob's session is not affected.
+    within("read", CALL, bob.get_data("/open"))
+        .await
+        .expect("bob reads");
+}
