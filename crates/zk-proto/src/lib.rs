@@ -43,7 +43,7 @@ pub use client::{
     Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
     PersistentWatcher,
 };
-pub use error::{ConnectFailure, Error, ProtocolError, Result};
+pub use error::{ConnectFailure, Error, ProtocolError, Result, TlsConfigError, TlsFailure};
 pub use jute;
 pub use jute::{AddWatchMode, CreateMode, EventType, Perms, Stat, WatcherType};
 pub use session::{MultiOperation, SessionState, WatchedEvent};
