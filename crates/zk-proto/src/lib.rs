@@ -37,6 +37,9 @@ pub mod fuzzing;
 pub mod path;
 mod read_only;
 pub mod session;
+#[cfg(feature = "tls")]
+mod tls;
+mod transport;
 
 pub use acl::{Acl, ClientInfo, Id};
 pub use client::{
@@ -47,6 +50,8 @@ pub use error::{ConnectFailure, Error, ProtocolError, Result, TlsConfigError, Tl
 pub use jute;
 pub use jute::{AddWatchMode, CreateMode, EventType, Perms, Stat, WatcherType};
 pub use session::{MultiOperation, SessionState, WatchedEvent};
+#[cfg(feature = "tls")]
+pub use tls::TlsOptions;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
