@@ -420,9 +420,11 @@ pub enum TlsFailure {
     },
     /// The server closed (or reset) the connection without sending a single TLS byte: a
     /// plaintext ZooKeeper port reads the TLS handshake as a huge frame length and closes.
-    /// (A server refusing connections beyond its connection limit does the same.)
+    /// A TLS server does the same when it cannot serve the client's hello at all (no
+    /// protocol version or cipher suite in common, as a 3.8 server set to TLS 1.3 without
+    /// TLS 1.3 cipher suites), and when it refuses connections beyond its connection limit.
     #[error(
-        "the server closed the connection without answering the TLS handshake; is the port a plaintext port? ({detail})"
+        "the server closed the connection without answering the TLS handshake: a plaintext port? (or no TLS version or cipher suite in common; {detail})"
     )]
     ClosedBeforeHandshake {
         /// How the connection ended.
