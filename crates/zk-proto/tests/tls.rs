@@ -416,3 +416,55 @@ async fn a_session_moves_to_another_server_of_a_tls_ensemble() {
         "its ephemeral node is intact"
     );
 }
+
+#[tokio::test]
+async fn a_read_only_client_finds_a_read_write_server_over_tls() {
+    // A TLS ensemble that loses its quorum: its survivor serves read-only clients; the other
+    // host of the client's list is a standalone TLS server, reachable on its secure port
+    // only. The `isro` probes must go over TLS (a plaintext probe to a secure port gets the
+    // connection closed), and the session moves there.
+    let standalone = tokio::spawn(tls_server(ClientAuth::None));
+    let ensemble = start_ensemble(
+        Ensemble::builder(3)
+            .tls(ClientAuth::None)
+            .system_property("readonlymode.enabled", true)
+            .config("localSessionsEnabled", true)
+            .config("localSessionsUpgradingEnabled", true),
+    )
+    .await;
+    let e = ensemble.clone();
+    let leader = blocking(move || e.wait_for_leader().expect("leader")).await;
+    let survivor = (leader + 1) % 3;
+    for i in (0..3).filter(|&i| i != survivor) {
+        ensemble.kill(i);
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let e = ensemble.clone();
+        if blocking(move || e.server(survivor).mode())
+            .await
+            .is_ok_and(|mode| mode == zk_testkit::Mode::ReadOnly)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the survivor never went read-only"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let standalone = standalone.await.expect("standalone server");
+    let options = trusting(ensemble.tls_certs().expect("TLS")).ca_pem_file(certs(&standalone).ca());
+    let survivor_port = ensemble.server(survivor).secure_port().expect("TLS");
+    let client = connect_with(
+        builder().read_only(true).keep_host_order(true).tls(options),
+        &format!("127.0.0.1:{survivor_port},{}", secure(&standalone)),
+    )
+    .await;
+    assert_eq!(client.state(), SessionState::ConnectedReadOnly);
+    wait_for_state(&client, SessionState::Connected, Duration::from_secs(10)).await;
+    client
+        .create("/found-over-tls", "", &CreateOptions::persistent())
+        .await
+        .expect("writes work on the read/write server");
+}
