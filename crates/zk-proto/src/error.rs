@@ -381,7 +381,7 @@ impl ConnectFailure {
 pub enum TlsFailure {
     /// The server's certificate does not lead to a trusted CA, or is otherwise invalid
     /// (expired, not yet valid, a bad signature, a usage it may not be used for). Trust the
-    /// CA that issued it ([`TlsOptions::ca_pem`](crate::TlsOptions::ca_pem)).
+    /// CA that issued it (`TlsOptions::ca_pem`).
     #[error("the server's certificate is not trusted: {detail}")]
     UntrustedCertificate {
         /// What the verifier said.
@@ -389,7 +389,7 @@ pub enum TlsFailure {
     },
     /// The server's certificate is valid but not for the name the client verifies (the
     /// host of the connect string entry, or
-    /// [`TlsOptions::server_name`](crate::TlsOptions::server_name)).
+    /// `TlsOptions::server_name`).
     #[error("the server's certificate is not valid for {server_name:?}: {detail}")]
     NameMismatch {
         /// The name verified.
@@ -398,7 +398,7 @@ pub enum TlsFailure {
         detail: String,
     },
     /// The server requires a client certificate (`ssl.clientAuth=need`) and the client
-    /// sent none: give one ([`TlsOptions::client_cert_pem`](crate::TlsOptions::client_cert_pem)).
+    /// sent none: give one (`TlsOptions::client_cert_pem`).
     #[error("the server requires a client certificate and none was configured (alert: {alert})")]
     ClientCertificateRequired {
         /// The TLS alert the server sent.

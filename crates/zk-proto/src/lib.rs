@@ -24,7 +24,8 @@
 //!   rules and chroot, ACL and digest helpers.
 //!
 //! `docs/client.md` describes the model: states, ordering, connection loss, watch delivery and
-//! backpressure.
+//! backpressure; `docs/security.md` TLS (the default feature `tls`: [`ClientBuilder::tls`],
+//! `zk+tls://` connect strings, what each TLS error means).
 
 pub mod acl;
 mod client;
@@ -62,3 +63,8 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/client.md")]
 pub struct ClientGuideDoctests;
+
+/// The examples of `docs/security.md` (TLS), compiled as doctests.
+#[cfg(all(doctest, feature = "tls"))]
+#[doc = include_str!("../../../docs/security.md")]
+pub struct SecurityGuideDoctests;

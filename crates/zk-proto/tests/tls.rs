@@ -318,6 +318,20 @@ async fn tls_to_a_plaintext_port_is_named_on_every_host() {
         "{failure:?}"
     );
     assert!(failure.to_string().contains("plaintext port"), "{failure}");
+    // The other way round, a plaintext client on the secure port: the server closes the
+    // connection during the session handshake, an ordinary failure (the client cannot know
+    // the port wants TLS), bounded by fail-fast here.
+    let error = within(
+        "a plaintext connect to a secure port",
+        Duration::from_secs(10),
+        builder().fail_fast(true).connect(&secure(&tls)),
+    )
+    .await
+    .expect_err("no session over plaintext");
+    assert!(
+        matches!(&error, Error::NoServerReachable { attempts: 1, last_error, .. } if !last_error.is_permanent()),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
