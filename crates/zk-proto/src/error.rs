@@ -276,7 +276,6 @@ impl std::error::Error for Error {
             Error::InvalidConnectString(e) => Some(e),
             Error::Protocol(e) => Some(e),
             Error::TlsConfig(e) => Some(e),
-            Error::NoServerReachable { last_error, .. } => Some(last_error),
             _ => None,
         }
     }

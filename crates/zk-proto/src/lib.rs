@@ -24,7 +24,7 @@
 //!   rules and chroot, ACL and digest helpers.
 //!
 //! `docs/client.md` describes the model: states, ordering, connection loss, watch delivery and
-//! backpressure; `docs/security.md` TLS (the default feature `tls`: [`ClientBuilder::tls`],
+//! backpressure; `docs/security.md` TLS (the default feature `tls`: `ClientBuilder::tls`,
 //! `zk+tls://` connect strings, what each TLS error means).
 
 pub mod acl;

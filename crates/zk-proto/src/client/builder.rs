@@ -189,10 +189,10 @@ impl ClientBuilder {
     }
 
     /// How to reach the servers: TLS when the connect string or the builder says so.
-    fn transport(&self, security: &Security) -> Result<Transport, TlsConfigError> {
+    fn transport(&self, parsed: &ConnectString) -> Result<Transport, TlsConfigError> {
         #[cfg(feature = "tls")]
         {
-            let options = match (security, &self.tls) {
+            let options = match (parsed.security(), &self.tls) {
                 (Security::Plain, Some(_)) => {
                     return Err(TlsConfigError::Conflict(
                         "the connect string says zk:// (plaintext) and the builder has TLS options"
@@ -210,10 +210,12 @@ impl ClientBuilder {
                     ));
                 }
             };
-            Ok(Transport::Tls(std::sync::Arc::new(options.connector()?)))
+            let connector = options.connector()?;
+            connector.check_hosts(parsed.hosts())?;
+            Ok(Transport::Tls(std::sync::Arc::new(connector)))
         }
         #[cfg(not(feature = "tls"))]
-        match security {
+        match parsed.security() {
             Security::Tls(_) => Err(TlsConfigError::Unavailable),
             Security::Plain | Security::Unspecified => Ok(Transport::Tcp),
         }
@@ -221,7 +223,7 @@ impl ClientBuilder {
 
     async fn connect_over(self, connect_string: &str, dialer: Option<Dialer>) -> Result<Client> {
         let parsed: ConnectString = connect_string.parse()?;
-        let transport = self.transport(parsed.security())?;
+        let transport = self.transport(&parsed)?;
         let dialer = dialer.unwrap_or_else(|| transport.dialer());
         let (hosts, chroot) = parsed.into_parts();
         let session = Session::new(SessionConfig {
@@ -271,5 +273,45 @@ impl ClientBuilder {
         };
         first_rx.await.unwrap_or(Err(Error::Closed))?;
         Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn tls_config_error(builder: ClientBuilder, connect_string: &str) -> TlsConfigError {
+        match builder.connect(connect_string).await {
+            Err(Error::TlsConfig(error)) => error,
+            other => panic!("{connect_string}: expected a TLS settings error, got {other:?}"),
+        }
+    }
+
+    #[cfg(feature = "tls")]
+    #[tokio::test]
+    async fn tls_settings_come_from_one_place() {
+        let tls = || ClientBuilder::new().tls(TlsOptions::new().ca_pem("x"));
+        assert!(matches!(
+            tls_config_error(tls(), "zk://127.0.0.1:1").await,
+            TlsConfigError::Conflict(_)
+        ));
+        assert!(matches!(
+            tls_config_error(tls(), "zk+tls://127.0.0.1:1?ca=/ca.pem").await,
+            TlsConfigError::Conflict(_)
+        ));
+        // Without options, the string takes the builder's (which fail here: no PEM in "x").
+        assert!(matches!(
+            tls_config_error(tls(), "zk+tls://127.0.0.1:1").await,
+            TlsConfigError::Pem { .. }
+        ));
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[tokio::test]
+    async fn tls_without_the_feature_is_a_typed_error() {
+        assert_eq!(
+            tls_config_error(ClientBuilder::new(), "zk+tls://127.0.0.1:1").await,
+            TlsConfigError::Unavailable
+        );
     }
 }

@@ -289,6 +289,17 @@ impl fmt::Debug for Connector {
 }
 
 impl Connector {
+    /// Checks that every host can be verified: with no fixed server name, each host must be
+    /// a DNS name or an IP address rustls accepts (caught before anything is dialed).
+    pub(crate) fn check_hosts(&self, hosts: &[HostAddr]) -> Result<(), TlsConfigError> {
+        if self.server_name.is_none() {
+            for host in hosts {
+                server_name(&host.host)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs the TLS handshake with `host` over `tcp`. A failure is an I/O error carrying a
     /// [`TlsFailure`](crate::TlsFailure) (see [`ConnectFailure::from_io`](crate::ConnectFailure::from_io)).
     pub(crate) async fn connect(
@@ -313,5 +324,134 @@ impl Connector {
             Ok(stream) => Ok(Classified::new(stream, context)),
             Err(error) => Err(context.classify_handshake(error, first_byte.get())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn certs() -> (tempdir::Dir, zk_testkit::TestCerts) {
+        let dir = tempdir::Dir::new();
+        let certs = zk_testkit::TestCerts::generate(&dir.0).expect("certificates");
+        (dir, certs)
+    }
+
+    /// A directory removed on drop.
+    mod tempdir {
+        pub(super) struct Dir(pub(super) std::path::PathBuf);
+
+        impl Dir {
+            pub(super) fn new() -> Dir {
+                static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+                let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Dir(std::env::temp_dir().join(format!("zk-proto-tls-{}-{n}", std::process::id())))
+            }
+        }
+
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    fn error(options: &TlsOptions) -> TlsConfigError {
+        options.connector().expect_err("unusable settings")
+    }
+
+    #[test]
+    fn valid_settings_make_a_connector() {
+        let (_dir, certs) = certs();
+        let connector = TlsOptions::new()
+            .ca_pem_file(certs.ca())
+            .client_cert_pem_files(certs.client_cert(), certs.client_key())
+            .connector()
+            .expect("usable");
+        assert!(connector.client_cert);
+        let pem = std::fs::read(certs.ca()).expect("read");
+        TlsOptions::new()
+            .ca_pem(&pem)
+            .connector()
+            .expect("inline PEM");
+    }
+
+    #[test]
+    fn unusable_settings_are_typed_errors() {
+        let (_dir, certs) = certs();
+        assert!(matches!(
+            error(&TlsOptions::new().ca_pem_file("/nonexistent/ca.pem")),
+            TlsConfigError::ReadFile {
+                what: "the CA certificates",
+                ..
+            }
+        ));
+        assert!(matches!(
+            error(&TlsOptions::new().ca_pem("not a certificate")),
+            TlsConfigError::Pem {
+                what: "the CA certificates",
+                ..
+            }
+        ));
+        // A key where the client certificate should be, and the other way round.
+        let swapped = TlsOptions::new()
+            .ca_pem_file(certs.ca())
+            .client_cert_pem_files(certs.client_key(), certs.client_cert());
+        assert!(matches!(
+            error(&swapped),
+            TlsConfigError::Pem {
+                what: "the client certificate",
+                ..
+            }
+        ));
+        // A certificate with another certificate's key.
+        let mismatched = TlsOptions::new()
+            .ca_pem_file(certs.ca())
+            .client_cert_pem_files(certs.client_cert(), certs.other_client_key());
+        assert!(matches!(error(&mismatched), TlsConfigError::Rejected(_)));
+        assert_eq!(
+            error(
+                &TlsOptions::new()
+                    .ca_pem_file(certs.ca())
+                    .server_name("not a name")
+            ),
+            TlsConfigError::InvalidServerName("not a name".into())
+        );
+    }
+
+    #[test]
+    fn hosts_are_checked_unless_a_server_name_is_fixed() {
+        let (_dir, certs) = certs();
+        let hosts = [
+            HostAddr::new("zk1.example", 2281),
+            HostAddr::new("fe80::1%eth0", 2281),
+        ];
+        let options = TlsOptions::new().ca_pem_file(certs.ca());
+        options
+            .connector()
+            .expect("usable")
+            .check_hosts(&hosts)
+            .expect("names and addresses");
+        let odd = [HostAddr::new("zk 1", 2281)];
+        assert_eq!(
+            options.connector().expect("usable").check_hosts(&odd),
+            Err(TlsConfigError::InvalidServerName("zk 1".into()))
+        );
+        let fixed = options
+            .server_name("zk.example")
+            .connector()
+            .expect("usable");
+        fixed
+            .check_hosts(&odd)
+            .expect("the fixed name is verified instead");
+    }
+
+    #[test]
+    fn debug_never_shows_a_key() {
+        let options =
+            TlsOptions::new().client_cert_pem("CERT", "-----BEGIN PRIVATE KEY-----secret");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("bytes of PEM"), "{shown}");
     }
 }
