@@ -2,15 +2,18 @@
 # Installs what the integration tests and the conformance generator need on Debian:
 #   - a Java runtime (`java`)                      -> default-jre-headless
 #   - a Java compiler (`javac`)                    -> default-jdk-headless
-#   - Apache ZooKeeper 3.8 jars in /usr/share/java -> zookeeper (zookeeper.jar, zookeeper-jute.jar, ...)
+#   - Apache ZooKeeper 3.8 jars in /usr/share/java -> zookeeper (zookeeper.jar, zookeeper-jute.jar, ...;
+#     its dependency libnetty-java brings netty-codec.jar, which the TLS test servers need)
+#   - a C compiler (`cc`)                          -> gcc (ring, the crypto of rustls, builds C)
 # Idempotent: when everything is present it only says so and exits.
 # When ZK_CLASSPATH is set, the ZooKeeper jars are taken from there and are not checked or installed.
 set -euo pipefail
 
 JAR_DIR=/usr/share/java
-PACKAGES=(default-jre-headless default-jdk-headless zookeeper)
+PACKAGES=(default-jre-headless default-jdk-headless zookeeper gcc)
 
 missing=()
+command -v cc >/dev/null 2>&1 || missing+=("cc")
 command -v java >/dev/null 2>&1 || missing+=("java")
 command -v javac >/dev/null 2>&1 || missing+=("javac")
 if [[ -z "${ZK_CLASSPATH:-}" ]]; then
@@ -20,7 +23,7 @@ if [[ -z "${ZK_CLASSPATH:-}" ]]; then
 fi
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "install-deps: java, javac and the ZooKeeper jars are present; nothing to do."
+    echo "install-deps: cc, java, javac and the ZooKeeper jars are present; nothing to do."
     exit 0
 fi
 
@@ -38,6 +41,7 @@ apt_update install-deps
 apt_install install-deps "${PACKAGES[@]}"
 
 still_missing=()
+command -v cc >/dev/null 2>&1 || still_missing+=("cc")
 command -v java >/dev/null 2>&1 || still_missing+=("java")
 command -v javac >/dev/null 2>&1 || still_missing+=("javac")
 if [[ -z "${ZK_CLASSPATH:-}" ]]; then

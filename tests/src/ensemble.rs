@@ -12,6 +12,7 @@ use crate::options::{instance_methods, option_methods};
 use crate::ports::free_ports;
 use crate::process::{Instance, Options, Spec, StartFailure, wait_all_ready};
 use crate::server::{PORT_ATTEMPTS, dump_log_if_panicking, restart_instance};
+use crate::tls::TestCerts;
 use crate::workdir::WorkDir;
 
 /// Main class of a quorum peer.
@@ -43,6 +44,7 @@ pub struct EnsembleServer {
     id: u32,
     quorum_port: u16,
     election_port: u16,
+    secure_port: Option<u16>,
     inst: Instance,
 }
 
@@ -62,6 +64,11 @@ impl EnsembleServer {
         self.election_port
     }
 
+    /// With TLS ([`EnsembleBuilder::tls`]): the secure client port (on 127.0.0.1).
+    pub fn secure_port(&self) -> Option<u16> {
+        self.secure_port
+    }
+
     instance_methods!();
 }
 
@@ -77,6 +84,7 @@ impl EnsembleServer {
 pub struct Ensemble {
     servers: Vec<EnsembleServer>,
     opts: Options,
+    certs: Option<TestCerts>,
     root: WorkDir,
 }
 
@@ -106,9 +114,14 @@ impl Ensemble {
     fn start_with(size: usize, opts: Options) -> Result<Ensemble> {
         let install = opts.install()?;
         let root = WorkDir::create("ensemble")?;
+        let certs = match opts.tls {
+            Some(_) => Some(TestCerts::generate(&root.path().join("tls"))?),
+            None => None,
+        };
         let mut last_conflict = None;
         for _ in 0..PORT_ATTEMPTS {
-            let ports = free_ports(3 * size)
+            // Client, quorum and election ports of each server, then the secure ports.
+            let ports = free_ports(4 * size)
                 .map_err(|e| Error::io("picking free ports on 127.0.0.1", e))?;
             // server.N=127.0.0.1:quorum:election;127.0.0.1:client
             let mut cluster = String::new();
@@ -135,6 +148,10 @@ impl Ensemble {
                 let _ = writeln!(cfg, "standaloneEnabled=false");
                 let _ = writeln!(cfg, "reconfigEnabled=false");
                 cfg.push_str(&cluster);
+                let secure_port = ports[3 * size + i];
+                if let (Some(certs), Some(client_auth)) = (&certs, opts.tls) {
+                    cfg.push_str(&certs.server_config(secure_port, client_auth));
+                }
                 cfg.push_str(&opts.user_config());
                 let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[3 * i]));
                 let spec = Spec {
@@ -150,6 +167,7 @@ impl Ensemble {
                     id,
                     quorum_port: ports[3 * i + 1],
                     election_port: ports[3 * i + 2],
+                    secure_port: certs.as_ref().map(|_| secure_port),
                     inst,
                 });
             }
@@ -163,6 +181,7 @@ impl Ensemble {
                     let ensemble = Ensemble {
                         servers,
                         opts,
+                        certs,
                         root,
                     };
                     ensemble.wait_for_leader_until(deadline)?;
@@ -225,6 +244,24 @@ impl Ensemble {
             .map(EnsembleServer::connect_string)
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// With TLS ([`EnsembleBuilder::tls`]): the generated certificates (one CA and one
+    /// server certificate for every server).
+    pub fn tls_certs(&self) -> Option<&TestCerts> {
+        self.certs.as_ref()
+    }
+
+    /// With TLS: every server's secure client address, `127.0.0.1:s1,127.0.0.1:s2,...`.
+    pub fn tls_connect_string(&self) -> Option<String> {
+        self.servers
+            .iter()
+            .map(|s| {
+                s.secure_port
+                    .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port)).to_string())
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(|addrs| addrs.join(","))
     }
 
     /// Stops server `i`: SIGTERM, then SIGKILL after 5 s. No-op when not running.

@@ -5,7 +5,8 @@
 //! jackson, slf4j-api, zookeeper-jute, ...), so it alone is a working classpath. Debian's own
 //! `zkEnv.sh` uses `/etc/zookeeper/conf:/usr/share/java/zookeeper.jar`, which has no SLF4J binding:
 //! the server then logs nothing at all. The kit adds `slf4j-simple.jar` (configured through
-//! system properties, writing to stderr, which goes to the server's log file).
+//! system properties, writing to stderr, which goes to the server's log file), and
+//! `netty-codec.jar`, which the manifest forgets and the Netty connection factory (TLS) needs.
 
 use std::env;
 use std::ffi::{OsStr, OsString};
@@ -34,7 +35,8 @@ impl ZkInstall {
     /// Finds `java` and the ZooKeeper jars.
     ///
     /// Order: [`ENV_JAVA`] / `JAVA_HOME` / `PATH` for java; [`ENV_CLASSPATH`] or
-    /// `/usr/share/java/zookeeper.jar` (+ `slf4j-simple.jar` when present) for the classpath.
+    /// `/usr/share/java/zookeeper.jar` (+ `slf4j-simple.jar` and `netty-codec.jar` when
+    /// present) for the classpath.
     /// Returns [`Error::NotInstalled`] (whose message says to run `scripts/install-deps.sh`) when
     /// something is missing.
     pub fn detect() -> Result<Self> {
@@ -144,6 +146,13 @@ fn debian_classpath(dir: &Path) -> Result<String> {
     let binding = dir.join("slf4j-simple.jar");
     if binding.is_file() {
         entries.push(binding);
+    }
+    // The manifest names netty's handler but not the codec it is built on: without it the
+    // Netty connection factory (the one that serves TLS) fails on every connection with
+    // NoClassDefFoundError. Both come with libnetty-java, a dependency of the package.
+    let codec = dir.join("netty-codec.jar");
+    if codec.is_file() {
+        entries.push(codec);
     }
     let cp = env::join_paths(&entries).map_err(|e| Error::NotInstalled {
         missing: format!("unusable jar path: {e}"),

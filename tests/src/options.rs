@@ -78,6 +78,20 @@ macro_rules! option_methods {
             self
         }
 
+        /// Serves TLS too: a `secureClientPort` on 127.0.0.1 per server, on the Netty
+        /// connection factory (which serves the plaintext client port as well, so the kit's
+        /// readiness checks and four-letter words keep working), with certificates
+        /// generated into the server's (or ensemble's) directory ([`crate::TestCerts`]) and
+        /// `ssl.clientAuth` set to `client_auth`. The TLS protocol is the server's default
+        /// (TLS 1.2 on 3.8); `config("ssl.protocol", "TLSv1.3")` and
+        /// `config("ssl.enabledProtocols", "TLSv1.3")` change it, with
+        /// `config("ssl.ciphersuites", "TLS_AES_128_GCM_SHA256,...")` (3.8's default list
+        /// has TLS 1.2 suites only: without it the server closes every TLS 1.3 hello).
+        pub fn tls(mut self, client_auth: crate::ClientAuth) -> Self {
+            self.opts.tls = Some(client_auth);
+            self
+        }
+
         /// Uses this Java/ZooKeeper installation instead of [`crate::ZkInstall::detect`].
         pub fn install(mut self, install: crate::ZkInstall) -> Self {
             self.opts.install = Some(install);

@@ -40,6 +40,8 @@ pub(crate) struct Options {
     pub(crate) max_heap_mb: u32,
     pub(crate) startup_timeout: Duration,
     pub(crate) log_level: String,
+    /// Serve TLS on a `secureClientPort` too, asking clients for certificates so.
+    pub(crate) tls: Option<crate::tls::ClientAuth>,
 }
 
 impl Options {
@@ -54,6 +56,7 @@ impl Options {
             max_heap_mb: 256,
             startup_timeout,
             log_level: "info".into(),
+            tls: None,
         }
     }
 

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::four_letter::Mode;
 use crate::options::{instance_methods, option_methods};
-use crate::ports::free_port;
+use crate::ports::free_ports;
 use crate::process::{Instance, Options, Spec, StartFailure, TAIL_LINES, wait_all_ready};
+use crate::tls::TestCerts;
 use crate::workdir::WorkDir;
 
 /// Main class of a standalone server.
@@ -41,6 +42,8 @@ impl ZkServerBuilder {
 pub struct ZkServer {
     inst: Instance,
     opts: Options,
+    /// With TLS: the certificates and the secure client port.
+    tls: Option<(TestCerts, u16)>,
     _root: WorkDir,
 }
 
@@ -69,14 +72,23 @@ impl ZkServer {
     fn start_with(opts: Options) -> Result<ZkServer> {
         let install = opts.install()?;
         let root = WorkDir::create("standalone")?;
+        let certs = match opts.tls {
+            Some(_) => Some(TestCerts::generate(&root.path().join("tls"))?),
+            None => None,
+        };
         let mut last_conflict = None;
         for _ in 0..PORT_ATTEMPTS {
-            let port = free_port().map_err(|e| Error::io("picking a free port on 127.0.0.1", e))?;
+            let ports =
+                free_ports(2).map_err(|e| Error::io("picking free ports on 127.0.0.1", e))?;
+            let (port, secure_port) = (ports[0], ports[1]);
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
             let dir = root.path().to_path_buf();
             let mut cfg = opts.common_config(&Instance::data_dir_of(&dir));
             let _ = writeln!(cfg, "clientPort={port}");
             let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+            if let (Some(certs), Some(client_auth)) = (&certs, opts.tls) {
+                cfg.push_str(&certs.server_config(secure_port, client_auth));
+            }
             cfg.push_str(&opts.user_config());
             let spec = Spec {
                 name: "standalone ZooKeeper".into(),
@@ -94,6 +106,7 @@ impl ZkServer {
                     return Ok(ZkServer {
                         inst,
                         opts,
+                        tls: certs.map(|certs| (certs, secure_port)),
                         _root: root,
                     });
                 }
@@ -113,6 +126,22 @@ impl ZkServer {
     }
 
     instance_methods!();
+
+    /// With TLS ([`ZkServerBuilder::tls`]): the generated certificates.
+    pub fn tls_certs(&self) -> Option<&TestCerts> {
+        self.tls.as_ref().map(|(certs, _)| certs)
+    }
+
+    /// With TLS: the secure client port (on 127.0.0.1).
+    pub fn secure_port(&self) -> Option<u16> {
+        self.tls.as_ref().map(|&(_, port)| port)
+    }
+
+    /// With TLS: `127.0.0.1:<secure port>`, for a TLS client's connect string.
+    pub fn tls_connect_string(&self) -> Option<String> {
+        self.secure_port()
+            .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port)).to_string())
+    }
 
     /// Stops the server: SIGTERM, then SIGKILL after 5 s. No-op when not running.
     pub fn stop(&self) {

@@ -69,7 +69,9 @@ macro_rules! server_errors {
             /// No session could be established: with fail-fast, one attempt on every host
             /// failed; otherwise the connect timeout
             /// ([`ClientBuilder::connect_timeout`](crate::ClientBuilder::connect_timeout))
-            /// passed.
+            /// passed. Without waiting for either when every host failed
+            /// [permanently](ConnectFailure::is_permanent) in a row, as a TLS failure does
+            /// ([`Error::tls_failure`] names it).
             NoServerReachable {
                 /// How many connection attempts failed.
                 attempts: u32,
@@ -78,6 +80,11 @@ macro_rules! server_errors {
                 /// How the last attempt failed.
                 last_error: ConnectFailure,
             },
+            /// The TLS settings (of the builder or the connect string) cannot be used: a
+            /// file that cannot be read, a PEM without a certificate or key, an invalid
+            /// server name, or TLS asked for by a build without the `tls` feature. Nothing
+            /// was dialed.
+            TlsConfig(TlsConfigError),
         }
 
         impl Error {
@@ -202,6 +209,19 @@ impl Error {
         )
     }
 
+    /// The TLS failure that made [`connect`](crate::ClientBuilder::connect) give up, if that
+    /// is why: the `last_error` of [`Error::NoServerReachable`] when it is a
+    /// [`ConnectFailure::Tls`].
+    pub fn tls_failure(&self) -> Option<&TlsFailure> {
+        match self {
+            Error::NoServerReachable {
+                last_error: ConnectFailure::Tls(failure),
+                ..
+            } => Some(failure),
+            _ => None,
+        }
+    }
+
     /// Whether the outcome of the call is unknown: it may have been applied.
     pub fn is_outcome_unknown(&self) -> bool {
         matches!(self, Error::ConnectionLoss | Error::RequestTimeout)
@@ -243,6 +263,7 @@ impl fmt::Display for Error {
                 "no server reachable after {attempts} attempts (tried {}); last: {last_error}",
                 hosts.join(", ")
             ),
+            Error::TlsConfig(e) => write!(f, "invalid TLS settings: {e}"),
             _ => f.write_str("error"),
         }
     }
@@ -254,6 +275,7 @@ impl std::error::Error for Error {
             Error::InvalidPath(e) => Some(e),
             Error::InvalidConnectString(e) => Some(e),
             Error::Protocol(e) => Some(e),
+            Error::TlsConfig(e) => Some(e),
             _ => None,
         }
     }
@@ -268,6 +290,12 @@ impl From<InvalidPath> for Error {
 impl From<ConnectStringError> for Error {
     fn from(e: ConnectStringError) -> Self {
         Error::InvalidConnectString(e)
+    }
+}
+
+impl From<TlsConfigError> for Error {
+    fn from(e: TlsConfigError) -> Self {
+        Error::TlsConfig(e)
     }
 }
 
@@ -300,18 +328,39 @@ pub enum ConnectFailure {
     /// The server's handshake reply was malformed.
     #[error("malformed handshake reply: {0}")]
     Protocol(ProtocolError),
+    /// The TLS handshake failed, or the server ended the connection with a TLS alert before
+    /// a session was established. Permanent (see [`ConnectFailure::is_permanent`]).
+    #[error("TLS: {0}")]
+    Tls(TlsFailure),
     /// No attempt was made.
     #[error("no attempt was made")]
     NotAttempted,
 }
 
 impl ConnectFailure {
-    /// The failure for an I/O error of the driver.
+    /// The failure for an I/O error of the driver: a [`TlsFailure`] carried by the error
+    /// (the TLS transport wraps its failures that way) becomes [`ConnectFailure::Tls`].
     pub fn from_io(error: &std::io::Error) -> Self {
+        if let Some(failure) = error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<TlsFailure>())
+        {
+            return ConnectFailure::Tls(failure.clone());
+        }
         ConnectFailure::Io {
             kind: error.kind(),
             message: error.to_string(),
         }
+    }
+
+    /// Whether trying again cannot help: the failure comes from the settings of the client or
+    /// of the server (every [`ConnectFailure::Tls`]: an untrusted certificate, a name
+    /// mismatch, a client certificate required or refused, a plaintext peer), not from the
+    /// server's state or the network. Before the first session, the session gives up at once
+    /// when every host failed permanently in a row; refused connections, timeouts and closed
+    /// connections are transient and retried.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, ConnectFailure::Tls(_))
     }
 
     /// The failure for the cause of a lost connection.
@@ -321,6 +370,115 @@ impl ConnectFailure {
             other => ConnectFailure::Closed(other.to_string()),
         }
     }
+}
+
+/// How a TLS connection to a server failed. Every kind is permanent for the session's
+/// reconnection logic ([`ConnectFailure::is_permanent`]): retrying with the same settings
+/// gets the same answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The server's certificate does not lead to a trusted CA, or is otherwise invalid
+    /// (expired, not yet valid, a bad signature, a usage it may not be used for). Trust the
+    /// CA that issued it (`TlsOptions::ca_pem`).
+    #[error("the server's certificate is not trusted: {detail}")]
+    UntrustedCertificate {
+        /// What the verifier said.
+        detail: String,
+    },
+    /// The server's certificate is valid but not for the name the client verifies (the
+    /// host of the connect string entry, or
+    /// `TlsOptions::server_name`).
+    #[error("the server's certificate is not valid for {server_name:?}: {detail}")]
+    NameMismatch {
+        /// The name verified.
+        server_name: String,
+        /// What the verifier said (the names the certificate is valid for).
+        detail: String,
+    },
+    /// The server requires a client certificate (`ssl.clientAuth=need`) and the client
+    /// sent none: give one (`TlsOptions::client_cert_pem`).
+    #[error("the server requires a client certificate and none was configured (alert: {alert})")]
+    ClientCertificateRequired {
+        /// The TLS alert the server sent.
+        alert: String,
+    },
+    /// The server refused the client certificate sent (not issued by a CA it trusts,
+    /// expired, or not valid for the client's address).
+    #[error("the server refused the client certificate (alert: {alert})")]
+    ClientCertificateRejected {
+        /// The TLS alert the server sent.
+        alert: String,
+    },
+    /// The server answered the TLS handshake with bytes that are not TLS: a plaintext
+    /// server (a plaintext ZooKeeper port, or another service) on a TLS connection.
+    #[error("the server did not answer with TLS (a plaintext port?): {detail}")]
+    NotTls {
+        /// What the TLS layer said.
+        detail: String,
+    },
+    /// The server closed (or reset) the connection without sending a single TLS byte: a
+    /// plaintext ZooKeeper port reads the TLS handshake as a huge frame length and closes.
+    /// A TLS server does the same when it cannot serve the client's hello at all (no
+    /// protocol version or cipher suite in common, as a 3.8 server set to TLS 1.3 without
+    /// TLS 1.3 cipher suites), and when it refuses connections beyond its connection limit.
+    #[error(
+        "the server closed the connection without answering the TLS handshake: a plaintext port? (or no TLS version or cipher suite in common; {detail})"
+    )]
+    ClosedBeforeHandshake {
+        /// How the connection ended.
+        detail: String,
+    },
+    /// The TLS handshake failed otherwise: the server sent another alert (for example no
+    /// protocol version or cipher suite in common), or broke the TLS protocol.
+    #[error("the TLS handshake failed: {detail}")]
+    Handshake {
+        /// What the TLS layer said.
+        detail: String,
+    },
+}
+
+/// Why TLS settings cannot be used ([`Error::TlsConfig`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsConfigError {
+    /// A file named by the settings could not be read.
+    #[error("cannot read {what} from {}: {message}", path.display())]
+    ReadFile {
+        /// What the file should hold.
+        what: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        message: String,
+    },
+    /// A PEM text holds no usable item of the kind expected, or is malformed.
+    #[error("{what}: {message}")]
+    Pem {
+        /// What the PEM should hold (`the CA certificates`, `the client certificate`, ...).
+        what: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// No trusted CA at all: none given, and the platform's store (when asked for) is empty
+    /// or unreadable.
+    #[error("no trusted CA certificate: {0}")]
+    NoTrustAnchors(String),
+    /// The server name to verify is neither a DNS name nor an IP address.
+    #[error("invalid TLS server name {0:?}")]
+    InvalidServerName(String),
+    /// rustls refused the settings (for example a key of a type it does not support, or a
+    /// key that does not match the certificate).
+    #[error("{0}")]
+    Rejected(String),
+    /// The connect string and the builder both give TLS settings, or they disagree on
+    /// whether to use TLS.
+    #[error("{0}")]
+    Conflict(String),
+    /// TLS was asked for, and this build of `zk-proto` has no TLS (the `tls` feature is
+    /// off).
+    #[error("TLS is not available: zk-proto was built without its `tls` feature")]
+    Unavailable,
 }
 
 /// How a server broke the protocol. The client drops the connection and reconnects; the

@@ -22,9 +22,11 @@
 //! - [`Client`]: a cheap, cloneable handle; one tokio task per connection moves the frames.
 //! - [`connect_string`], [`path`], [`acl`]: connect strings and host lists, ZooKeeper's path
 //!   rules and chroot, ACL and digest helpers.
+//! - [`sasl`]: SASL authentication (DIGEST-MD5 built in; `ClientBuilder::sasl_digest`).
 //!
 //! `docs/client.md` describes the model: states, ordering, connection loss, watch delivery and
-//! backpressure.
+//! backpressure; `docs/security.md` TLS (the default feature `tls`: `ClientBuilder::tls`,
+//! `zk+tls://` connect strings, what each TLS error means) and SASL.
 
 pub mod acl;
 mod client;
@@ -38,16 +40,21 @@ pub mod path;
 mod read_only;
 pub mod sasl;
 pub mod session;
+#[cfg(feature = "tls")]
+mod tls;
+mod transport;
 
 pub use acl::{Acl, ClientInfo, Id};
 pub use client::{
     Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
     PersistentWatcher,
 };
-pub use error::{ConnectFailure, Error, ProtocolError, Result};
+pub use error::{ConnectFailure, Error, ProtocolError, Result, TlsConfigError, TlsFailure};
 pub use jute;
 pub use jute::{AddWatchMode, CreateMode, EventType, Perms, Stat, WatcherType};
 pub use session::{MultiOperation, SessionState, WatchedEvent};
+#[cfg(feature = "tls")]
+pub use tls::TlsOptions;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
@@ -58,3 +65,8 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/client.md")]
 pub struct ClientGuideDoctests;
+
+/// The examples of `docs/security.md` (TLS, SASL), compiled as doctests.
+#[cfg(all(doctest, feature = "tls"))]
+#[doc = include_str!("../../../docs/security.md")]
+pub struct SecurityGuideDoctests;

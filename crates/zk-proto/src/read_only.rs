@@ -17,15 +17,21 @@
 //!
 //! When a probe answers `rw`, the driver drops the read-only connection (requests in flight
 //! fail with `ConnectionLoss`, as on any disconnect) and dials that host next.
+//!
+//! Over TLS the probes are TLS connections too, with the client's settings: ZooKeeper's
+//! Netty server answers four-letter words on its secure port inside TLS, and a TLS ensemble
+//! may have no plaintext port at all. A probe over TLS sends `isro` and waits for the answer
+//! and the close without half-closing first (a TLS half-close is a `close_notify`, which the
+//! server may take as the end of the conversation before it answers).
 
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::connect_string::HostAddr;
+use crate::transport::Transport;
 
 /// The wait before the first probe.
 pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -43,7 +49,10 @@ pub(crate) fn next_interval(interval: Duration) -> Duration {
 
 /// Probes `targets` (index in the host list, host) round-robin on the schedule above until one
 /// answers `rw`, and returns it. Never completes when `targets` is empty. Cancel by dropping.
-pub(crate) async fn search(targets: Vec<(usize, HostAddr)>) -> (usize, HostAddr) {
+pub(crate) async fn search(
+    targets: Vec<(usize, HostAddr)>,
+    transport: Transport,
+) -> (usize, HostAddr) {
     if targets.is_empty() {
         return std::future::pending().await;
     }
@@ -52,7 +61,7 @@ pub(crate) async fn search(targets: Vec<(usize, HostAddr)>) -> (usize, HostAddr)
     loop {
         tokio::time::sleep(interval).await;
         let (index, host) = &targets[next];
-        match probe(host, PROBE_TIMEOUT).await {
+        match probe(host, PROBE_TIMEOUT, &transport).await {
             Ok(true) => return (*index, host.clone()),
             Ok(false) => tracing::debug!(%host, "not a read/write server"),
             Err(error) => tracing::debug!(%host, %error, "read/write probe failed"),
@@ -62,23 +71,37 @@ pub(crate) async fn search(targets: Vec<(usize, HostAddr)>) -> (usize, HostAddr)
     }
 }
 
-/// Asks `host` whether it serves read/write (`isro` answered by `rw`), within `timeout`.
+/// Asks `host` whether it serves read/write (`isro` answered by `rw`), within `timeout`,
+/// over `transport`.
 ///
 /// # Errors
 ///
-/// The host name did not resolve, the connection failed, or the probe timed out.
-pub(crate) async fn probe(host: &HostAddr, timeout: Duration) -> io::Result<bool> {
+/// The host name did not resolve, the connection (or its TLS handshake) failed, or the probe
+/// timed out.
+pub(crate) async fn probe(
+    host: &HostAddr,
+    timeout: Duration,
+    transport: &Transport,
+) -> io::Result<bool> {
     let ask = async {
-        let addr = resolve(host).await?;
-        let mut stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
+        let mut stream = transport.open(host).await?;
         stream.write_all(b"isro").await?;
-        stream.shutdown().await?;
+        if transport.is_tls() {
+            stream.flush().await?;
+        } else {
+            stream.shutdown().await?;
+        }
         let mut answer = Vec::new();
-        (&mut stream)
+        match (&mut stream)
             .take(MAX_ANSWER)
             .read_to_end(&mut answer)
-            .await?;
+            .await
+        {
+            Ok(_) => {}
+            // A TLS server that closed without close_notify, after its answer.
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof && !answer.is_empty() => {}
+            Err(error) => return Err(error),
+        }
         Ok(is_read_write_answer(&answer))
     };
     match tokio::time::timeout(timeout, ask).await {
@@ -165,10 +188,11 @@ mod tests {
     async fn probe_reads_the_answer() {
         let rw = fake(b"rw").await;
         let ro = fake(b"ro").await;
-        assert!(probe(&rw, PROBE_TIMEOUT).await.expect("probe"));
-        assert!(!probe(&ro, PROBE_TIMEOUT).await.expect("probe"));
+        let tcp = Transport::Tcp;
+        assert!(probe(&rw, PROBE_TIMEOUT, &tcp).await.expect("probe"));
+        assert!(!probe(&ro, PROBE_TIMEOUT, &tcp).await.expect("probe"));
         let closed = HostAddr::new("127.0.0.1", zk_testkit::free_port().expect("free port"));
-        assert!(probe(&closed, PROBE_TIMEOUT).await.is_err());
+        assert!(probe(&closed, PROBE_TIMEOUT, &tcp).await.is_err());
     }
 
     #[tokio::test]
@@ -176,7 +200,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let host = HostAddr::new("127.0.0.1", listener.local_addr().expect("address").port());
         // Accepted by the backlog, never answered.
-        let error = probe(&host, Duration::from_millis(200))
+        let error = probe(&host, Duration::from_millis(200), &Transport::Tcp)
             .await
             .expect_err("no answer");
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
@@ -190,7 +214,7 @@ mod tests {
         let rw = fake(b"rw").await;
         let targets = vec![(1, ro), (2, null), (4, rw.clone())];
         let start = tokio::time::Instant::now();
-        let found = tokio::time::timeout(Duration::from_secs(10), search(targets))
+        let found = tokio::time::timeout(Duration::from_secs(10), search(targets, Transport::Tcp))
             .await
             .expect("found");
         assert_eq!(found, (4, rw));

@@ -6,11 +6,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Client, Shared};
-use crate::connect_string::ConnectString;
-use crate::driver::{Dialer, Driver, Published, tcp_dialer};
-use crate::error::{Error, Result};
+use crate::connect_string::{ConnectString, Security};
+use crate::driver::{Dialer, Driver, Published};
+use crate::error::{Error, Result, TlsConfigError};
 use crate::sasl::SaslConfig;
 use crate::session::{Session, SessionConfig, SessionState};
+#[cfg(feature = "tls")]
+use crate::tls::TlsOptions;
+use crate::transport::Transport;
 
 /// Builds a [`Client`].
 #[derive(Debug, Clone)]
@@ -28,6 +31,8 @@ pub struct ClientBuilder {
     close_timeout: Duration,
     watch_capacity: usize,
     sasl: Option<SaslConfig>,
+    #[cfg(feature = "tls")]
+    tls: Option<TlsOptions>,
 }
 
 impl Default for ClientBuilder {
@@ -47,6 +52,8 @@ impl Default for ClientBuilder {
             close_timeout: session.close_timeout,
             watch_capacity: 1024,
             sasl: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -162,25 +169,82 @@ impl ClientBuilder {
         self.sasl(SaslConfig::digest_md5(user, password))
     }
 
+    /// Connects to every host over TLS with these settings (see [`TlsOptions`]): the
+    /// session's connections, its reconnections and the read-only search's probes. A
+    /// `zk+tls://` connect string asks for TLS without code; its options (`ca`, `cert`,
+    /// `key`, `server_name`) and these cannot both be given.
+    ///
+    /// TLS failures (an untrusted certificate, a name mismatch, a client certificate
+    /// required or refused, a plaintext server) are permanent: when every host fails so
+    /// before the first session, [`connect`](Self::connect) gives up at once with
+    /// [`Error::NoServerReachable`] ([`Error::tls_failure`] names the failure).
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn tls(mut self, options: TlsOptions) -> Self {
+        self.tls = Some(options);
+        self
+    }
+
     /// Connects: spawns the connection task on the current tokio runtime and waits until a
     /// session is established.
     ///
     /// # Errors
     ///
-    /// A malformed connect string; [`Error::NoServerReachable`] with fail-fast or when the
-    /// connect timeout passed; the session's end (for example [`Error::AuthFailed`]) if it
-    /// came first.
+    /// A malformed connect string; [`Error::TlsConfig`] for TLS settings that cannot be used
+    /// (nothing is dialed); [`Error::NoServerReachable`] with fail-fast, when the connect
+    /// timeout passed, or when every host failed permanently (a TLS failure); the session's
+    /// end (for example [`Error::AuthFailed`]) if it came first.
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime.
     pub async fn connect(self, connect_string: &str) -> Result<Client> {
-        self.connect_with(connect_string, tcp_dialer()).await
+        self.connect_over(connect_string, None).await
     }
 
     /// [`connect`](Self::connect) over the streams `dialer` opens (tests: in-memory streams).
+    #[cfg(test)]
     pub(crate) async fn connect_with(self, connect_string: &str, dialer: Dialer) -> Result<Client> {
+        self.connect_over(connect_string, Some(dialer)).await
+    }
+
+    /// How to reach the servers: TLS when the connect string or the builder says so.
+    fn transport(&self, parsed: &ConnectString) -> Result<Transport, TlsConfigError> {
+        #[cfg(feature = "tls")]
+        {
+            let options = match (parsed.security(), &self.tls) {
+                (Security::Plain, Some(_)) => {
+                    return Err(TlsConfigError::Conflict(
+                        "the connect string says zk:// (plaintext) and the builder has TLS options"
+                            .into(),
+                    ));
+                }
+                (Security::Plain | Security::Unspecified, None) => return Ok(Transport::Tcp),
+                (Security::Unspecified, Some(options)) => options.clone(),
+                (Security::Tls(params), None) => TlsOptions::from_params(params),
+                (Security::Tls(params), Some(options)) if params.is_empty() => options.clone(),
+                (Security::Tls(_), Some(_)) => {
+                    return Err(TlsConfigError::Conflict(
+                        "TLS options both in the connect string and the builder; give them in one place"
+                            .into(),
+                    ));
+                }
+            };
+            let connector = options.connector()?;
+            connector.check_hosts(parsed.hosts())?;
+            Ok(Transport::Tls(std::sync::Arc::new(connector)))
+        }
+        #[cfg(not(feature = "tls"))]
+        match parsed.security() {
+            Security::Tls(_) => Err(TlsConfigError::Unavailable),
+            Security::Plain | Security::Unspecified => Ok(Transport::Tcp),
+        }
+    }
+
+    async fn connect_over(self, connect_string: &str, dialer: Option<Dialer>) -> Result<Client> {
         let parsed: ConnectString = connect_string.parse()?;
+        let transport = self.transport(&parsed)?;
+        let dialer = dialer.unwrap_or_else(|| transport.dialer());
         let (hosts, chroot) = parsed.into_parts();
         let session = Session::new(SessionConfig {
             session_timeout: self.session_timeout,
@@ -209,6 +273,7 @@ impl ClientBuilder {
         let driver = Driver {
             session,
             dialer,
+            probes: transport,
             commands,
             published: published_tx,
             states: states_tx,
@@ -229,5 +294,45 @@ impl ClientBuilder {
         };
         first_rx.await.unwrap_or(Err(Error::Closed))?;
         Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn tls_config_error(builder: ClientBuilder, connect_string: &str) -> TlsConfigError {
+        match builder.connect(connect_string).await {
+            Err(Error::TlsConfig(error)) => error,
+            other => panic!("{connect_string}: expected a TLS settings error, got {other:?}"),
+        }
+    }
+
+    #[cfg(feature = "tls")]
+    #[tokio::test]
+    async fn tls_settings_come_from_one_place() {
+        let tls = || ClientBuilder::new().tls(TlsOptions::new().ca_pem("x"));
+        assert!(matches!(
+            tls_config_error(tls(), "zk://127.0.0.1:1").await,
+            TlsConfigError::Conflict(_)
+        ));
+        assert!(matches!(
+            tls_config_error(tls(), "zk+tls://127.0.0.1:1?ca=/ca.pem").await,
+            TlsConfigError::Conflict(_)
+        ));
+        // Without options, the string takes the builder's (which fail here: no PEM in "x").
+        assert!(matches!(
+            tls_config_error(tls(), "zk+tls://127.0.0.1:1").await,
+            TlsConfigError::Pem { .. }
+        ));
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[tokio::test]
+    async fn tls_without_the_feature_is_a_typed_error() {
+        assert_eq!(
+            tls_config_error(ClientBuilder::new(), "zk+tls://127.0.0.1:1").await,
+            TlsConfigError::Unavailable
+        );
     }
 }

@@ -25,7 +25,6 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, StreamExt};
 use jute::{FrameCodec, FrameError, Response};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
@@ -34,6 +33,7 @@ use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error};
 use crate::read_only;
 use crate::session::{Op, RequestId, Session, SessionEvent, SessionState, WatchedEvent};
+use crate::transport::Transport;
 
 /// What a request's caller gets back: the response (its body decoded by the op code sent).
 pub(crate) type ReplyResult = Result<Response, Error>;
@@ -93,19 +93,12 @@ pub(crate) type Connecting =
 /// Opens a connection to a host: TCP in production, an in-memory stream in tests.
 pub(crate) type Dialer = Arc<dyn Fn(HostAddr) -> Connecting + Send + Sync>;
 
-/// The production dialer: resolves the host on every attempt (a changed DNS entry is picked
-/// up on reconnect) and opens a TCP connection with Nagle off. The attempt's budget is the
-/// session's.
+/// The production dialer over plain TCP: resolves the host on every attempt (a changed DNS
+/// entry is picked up on reconnect) and opens a TCP connection with Nagle off. The attempt's
+/// budget is the session's.
+#[cfg(test)]
 pub(crate) fn tcp_dialer() -> Dialer {
-    Arc::new(|host: HostAddr| {
-        Box::pin(async move {
-            let addr = read_only::resolve(&host).await?;
-            let stream = TcpStream::connect(addr).await?;
-            stream.set_nodelay(true)?;
-            let (read, write) = stream.into_split();
-            Ok((Box::new(read) as ReadHalf, Box::new(write) as WriteHalf))
-        }) as Connecting
-    })
+    crate::transport::Transport::Tcp.dialer()
 }
 
 /// The search for a read/write server: completes with the first host (index in the host list)
@@ -180,6 +173,9 @@ impl Connection {
 pub(crate) struct Driver {
     pub(crate) session: Session,
     pub(crate) dialer: Dialer,
+    /// How the read-only search reaches the other hosts (TLS when the session's connections
+    /// are).
+    pub(crate) probes: Transport,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) published: watch::Sender<Published>,
     /// The state alone, for the handles' state watchers: they subscribe to it directly, so
@@ -235,7 +231,7 @@ impl Driver {
                 // With a single host there is nothing to probe: the search never completes.
                 let targets = self.probe_targets(self.session.current_host());
                 tracing::debug!(hosts = targets.len(), "searching for a read/write server");
-                searching = Some(Box::pin(read_only::search(targets)));
+                searching = Some(Box::pin(read_only::search(targets, self.probes.clone())));
             }
             let timer = self.session.poll_timeout().map(Instant::from_std);
             let (reader, writer) = match conn.as_mut() {
@@ -307,6 +303,16 @@ impl Driver {
                             tracing::info!(len, max, ?xid, "frame over the limit; dropping the connection");
                             conn = None;
                             self.session.handle_oversized_frame(now, len, xid);
+                        }
+                        Some(Err(FrameError::Io(error)))
+                            if matches!(ConnectFailure::from_io(&error), ConnectFailure::Tls(_)) =>
+                        {
+                            // A TLS alert: during the session handshake it says why the
+                            // attempt failed (a client certificate refused, with TLS 1.3).
+                            tracing::info!(%error, "connection failed");
+                            conn = None;
+                            self.session
+                                .handle_connection_failed(now, ConnectFailure::from_io(&error));
                         }
                         Some(Err(error)) => {
                             tracing::info!(%error, "connection failed");

@@ -23,6 +23,7 @@ fn driver(hosts: u16) -> Driver {
             ..SessionConfig::default()
         }),
         dialer: tcp_dialer(),
+        probes: crate::transport::Transport::Tcp,
         commands,
         published,
         states,

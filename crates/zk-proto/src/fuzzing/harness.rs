@@ -392,12 +392,16 @@ impl Harness {
     }
 
     pub(super) fn connect_failed(&mut self, which: u8, expect: &mut Expect) {
-        let failure = match which % 3 {
+        let failure = match which % 4 {
             0 => ConnectFailure::Io {
                 kind: std::io::ErrorKind::ConnectionRefused,
                 message: "refused".into(),
             },
             1 => ConnectFailure::ConnectTimedOut(ms(u64::from(which))),
+            // Permanent: on every host in a row, the session gives up before a session.
+            2 => ConnectFailure::Tls(crate::TlsFailure::UntrustedCertificate {
+                detail: "fuzz".into(),
+            }),
             _ => ConnectFailure::Closed("reset".into()),
         };
         self.session.handle_connect_failed(self.now, failure);

@@ -65,11 +65,36 @@ impl Session {
     }
 
     /// The attempt handed out by [`poll_connect`](Self::poll_connect) failed before a
-    /// connection was open (resolution, refusal, unreachable host, its budget).
+    /// connection was open (resolution, refusal, unreachable host, the TLS handshake).
+    /// Ignored when no attempt is under way (a late answer for an attempt given up).
+    ///
+    /// A [permanent](ConnectFailure::is_permanent) failure on every host in a row, before
+    /// any session was established, ends the session at once with
+    /// [`Error::NoServerReachable`] naming it: retrying with the same settings cannot
+    /// help. Once a session exists, failures of any kind are retried with the backoff until
+    /// the session expires (the servers may get a fixed certificate meanwhile).
     pub fn handle_connect_failed(&mut self, now: Instant, failure: ConnectFailure) {
         if matches!(self.link, Link::Dialing { .. }) {
             tracing::debug!(%failure, "connection attempt failed");
             self.attempt_ended(now, None, Some(failure));
+        }
+    }
+
+    /// The open connection failed in a way that says why: a TLS alert after the TLS
+    /// handshake (with TLS 1.3 the server judges the client's certificate after the client
+    /// considers the handshake done, so its refusal arrives while the ConnectRequest waits
+    /// for an answer). During the session handshake `failure` is the attempt's failure, as
+    /// for [`handle_connect_failed`](Self::handle_connect_failed); once the session is up,
+    /// the connection is lost as by [`handle_disconnected`](Self::handle_disconnected).
+    pub fn handle_connection_failed(&mut self, now: Instant, failure: ConnectFailure) {
+        match self.link {
+            Link::Dialing { .. } => self.handle_connect_failed(now, failure),
+            Link::Handshaking { .. } => self.handshake_failed(now, failure),
+            Link::Up { .. } => {
+                tracing::info!(%failure, "the connection failed");
+                self.lose_connection(now, Error::ConnectionLoss, false);
+            }
+            Link::Down { .. } => {}
         }
     }
 
@@ -324,11 +349,23 @@ impl Session {
         if let Some(host) = self.current_host {
             self.tried.insert(host);
         }
+        // Permanent failures in a row, by host: once every host failed so, retrying cannot
+        // help (the hosts are visited round-robin, so that is one cycle).
+        match (
+            failure.as_ref().is_some_and(ConnectFailure::is_permanent),
+            self.current_host,
+        ) {
+            (true, Some(host)) => {
+                self.permanent_failures.insert(host);
+            }
+            _ => self.permanent_failures.clear(),
+        }
         if failure.is_some() {
             self.last_failure = failure;
         }
-        if self.config.fail_fast
-            && self.failed_attempts as usize >= self.hosts.hosts().len()
+        let every_host_failed = self.failed_attempts as usize >= self.hosts.hosts().len();
+        let every_host_refused_for_good = self.permanent_failures.len() >= self.hosts.hosts().len();
+        if (every_host_refused_for_good || (self.config.fail_fast && every_host_failed))
             && !self.state.is_terminal()
             && self.closing.is_none()
         {
@@ -336,8 +373,9 @@ impl Session {
         }
     }
 
-    /// No session could be established in time: the session ends with
-    /// [`Error::NoServerReachable`], naming the hosts tried and the last failure.
+    /// No session could be established in time (or every host failed permanently): the
+    /// session ends with [`Error::NoServerReachable`], naming the hosts tried and the last
+    /// failure.
     pub(super) fn give_up(&mut self, now: Instant) {
         // An attempt still running counts, with how long it ran.
         match self.link {

@@ -90,8 +90,8 @@ pub enum SessionEvent {
     /// The driver must drop the current connection (the session already counts it as
     /// gone). The reason is for diagnostics.
     DropConnection(Error),
-    /// No session could be established (fail-fast, or the connect timeout): the session is
-    /// over ([`SessionState::Closed`]); the error is [`Error::NoServerReachable`].
+    /// No session could be established (fail-fast, the connect timeout, or a permanent
+    /// failure on every host): the session is over ([`SessionState::Closed`]); the error is [`Error::NoServerReachable`].
     GaveUp(Error),
 }
 
@@ -141,7 +141,8 @@ struct Pending {
 ///
 /// Inputs: [`submit`](Self::submit), [`add_auth`](Self::add_auth), [`close`](Self::close),
 /// [`handle_connected`](Self::handle_connected),
-/// [`handle_connect_failed`](Self::handle_connect_failed), [`handle_frame`](Self::handle_frame),
+/// [`handle_connect_failed`](Self::handle_connect_failed),
+/// [`handle_connection_failed`](Self::handle_connection_failed), [`handle_frame`](Self::handle_frame),
 /// [`handle_disconnected`](Self::handle_disconnected), [`handle_timeout`](Self::handle_timeout),
 /// [`reconnect_to`](Self::reconnect_to), [`forget_watch`](Self::forget_watch). Outputs:
 /// [`poll_connect`](Self::poll_connect) (the host to dial, when the backoff allows),
@@ -209,6 +210,8 @@ pub struct Session {
     last_failure: Option<ConnectFailure>,
     /// The SASL exchange under way on this connection, if any.
     sasl: Option<SaslRun>,
+    /// The hosts whose attempts failed permanently since the last transient failure.
+    permanent_failures: BTreeSet<usize>,
 }
 
 const HEADER_LEN: usize = 8;
@@ -266,6 +269,7 @@ impl Session {
             tried: BTreeSet::new(),
             sasl: None,
             last_failure: None,
+            permanent_failures: BTreeSet::new(),
         }
     }
 

@@ -1,4 +1,5 @@
-//! The connect string (`host:port,host:port/chroot`).
+//! The connect string (`host:port,host:port/chroot`), and its URL form saying whether to use
+//! TLS (`zk+tls://host:port,host:port/chroot?ca=...`, see [`Security`]).
 //!
 //! [`ConnectString`] parses the format of Java's `ConnectStringParser`, more strictly: where
 //! Java silently guesses (an empty entry, `host:` without a port, an unbracketed IPv6 address)
@@ -12,6 +13,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::path::{Chroot, InvalidPath};
+
+mod security;
+
+pub use security::{Security, TlsParams};
 
 /// The port used when an entry of the connect string has none.
 pub const DEFAULT_PORT: u16 = 2181;
@@ -153,10 +158,27 @@ pub enum ConnectStringError {
     /// The chroot (everything from the first `/`) is not a valid path.
     #[error("invalid chroot in connect string: {0}")]
     Chroot(#[from] InvalidPath),
+    /// A scheme other than `zk://` and `zk+tls://`.
+    #[error("unknown scheme {scheme:?} in connect string (expected zk:// or zk+tls://)")]
+    UnknownScheme {
+        /// The scheme, without `://`.
+        scheme: String,
+    },
+    /// An option after `?` that is unknown, malformed, repeated, or does not fit the scheme.
+    #[error("invalid option {option:?} in connect string: {reason}")]
+    InvalidOption {
+        /// The option (or all options, when they do not fit together).
+        option: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
 }
 
-/// A parsed connect string: `host:port[,host:port...][/chroot]`.
+/// A parsed connect string: `[scheme://]host:port[,host:port...][/chroot][?options]`.
 ///
+/// - The scheme, if any, is `zk://` (plaintext) or `zk+tls://` (TLS, with options after `?`:
+///   `ca`, `cert`, `key`, `server_name`); see [`Security`]. Without one, the client's
+///   settings decide.
 /// - Everything from the first `/` is the chroot, validated with the path rules; `/` alone means
 ///   no chroot.
 /// - The hosts are separated by `,`; whitespace around the whole string and around each entry is
@@ -169,6 +191,7 @@ pub enum ConnectStringError {
 pub struct ConnectString {
     hosts: Vec<HostAddr>,
     chroot: Chroot,
+    security: Security,
 }
 
 impl ConnectString {
@@ -178,7 +201,7 @@ impl ConnectString {
     ///
     /// The first problem found: the chroot is checked before the hosts, hosts left to right.
     pub fn parse(s: &str) -> Result<ConnectString, ConnectStringError> {
-        let s = s.trim();
+        let (security, s) = security::split(s.trim())?;
         let (hosts_part, chroot) = match s.find('/') {
             Some(slash) => (&s[..slash], Chroot::new(&s[slash..])?),
             None => (s, Chroot::none()),
@@ -191,10 +214,14 @@ impl ConnectString {
             .enumerate()
             .map(|(index, entry)| parse_entry(index, entry))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ConnectString { hosts, chroot })
+        Ok(ConnectString {
+            hosts,
+            chroot,
+            security,
+        })
     }
 
-    /// A connect string from its parts.
+    /// A connect string from its parts (no scheme: [`Security::Unspecified`]).
     ///
     /// # Errors
     ///
@@ -203,7 +230,23 @@ impl ConnectString {
         if hosts.is_empty() {
             return Err(ConnectStringError::NoHosts);
         }
-        Ok(ConnectString { hosts, chroot })
+        Ok(ConnectString {
+            hosts,
+            chroot,
+            security: Security::Unspecified,
+        })
+    }
+
+    /// The same connect string with the scheme (and TLS options) `security`.
+    #[must_use]
+    pub fn with_security(mut self, security: Security) -> ConnectString {
+        self.security = security;
+        self
+    }
+
+    /// What the connect string says about TLS.
+    pub fn security(&self) -> &Security {
+        &self.security
     }
 
     /// The hosts in the order written; never empty.
@@ -232,6 +275,7 @@ impl FromStr for ConnectString {
 
 impl fmt::Display for ConnectString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        security::fmt_scheme(&self.security, f)?;
         for (i, host) in self.hosts.iter().enumerate() {
             if i > 0 {
                 f.write_str(",")?;
@@ -241,7 +285,7 @@ impl fmt::Display for ConnectString {
         if let Some(chroot) = self.chroot.as_str() {
             f.write_str(chroot)?;
         }
-        Ok(())
+        security::fmt_options(&self.security, f)
     }
 }
 
@@ -642,19 +686,44 @@ mod tests {
         (host, 1..=u16::MAX).prop_map(|(host, port)| HostAddr { host, port })
     }
 
+    fn security() -> impl Strategy<Value = Security> {
+        let file = proptest::option::of("(/[a-z]{1,4}){1,2}".prop_map(std::path::PathBuf::from));
+        let identity = proptest::option::of((file.clone(), file.clone()));
+        prop_oneof![
+            Just(Security::Unspecified),
+            Just(Security::Plain),
+            (file, identity, proptest::option::of("[a-z][a-z0-9.]{0,10}")).prop_map(
+                |(ca_file, identity, server_name)| {
+                    let (cert_file, key_file) = match identity {
+                        Some((Some(cert), Some(key))) => (Some(cert), Some(key)),
+                        _ => (None, None),
+                    };
+                    Security::Tls(TlsParams {
+                        ca_file,
+                        cert_file,
+                        key_file,
+                        server_name,
+                    })
+                }
+            ),
+        ]
+    }
+
     proptest! {
         #[test]
         fn display_parses_back(
             hosts in proptest::collection::vec(host_addr(), 1..5),
             chroot in prop_oneof![Just(String::new()), "(/[a-z]{1,4}){1,3}"],
+            security in security(),
         ) {
             let cs = ConnectString::new(hosts, Chroot::new(&chroot).expect("valid"))
-                .expect("hosts");
+                .expect("hosts")
+                .with_security(security);
             prop_assert_eq!(cs.to_string().parse::<ConnectString>(), Ok(cs.clone()));
         }
 
         #[test]
-        fn parse_never_panics(s in "[a-z0-9:\\[\\], /.%]{0,20}") {
+        fn parse_never_panics(s in "(zk(\\+tls)?://)?[a-z0-9:\\[\\], /.%?=&+]{0,24}") {
             if let Ok(cs) = ConnectString::parse(&s) {
                 prop_assert!(!cs.hosts().is_empty());
                 prop_assert!(cs.hosts().iter().all(|h| h.port != 0 && !h.host.is_empty()));

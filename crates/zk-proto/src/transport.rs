@@ -1,0 +1,77 @@
+//! How connections to the servers are opened: TCP, or TLS over TCP (feature `tls`). The
+//! session's connections and the read-only search's probes go the same way, so a TLS
+//! ensemble is only ever spoken to over TLS.
+
+use std::io;
+#[cfg(feature = "tls")]
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+use crate::connect_string::HostAddr;
+use crate::driver::{Connecting, Dialer, ReadHalf, WriteHalf};
+use crate::read_only;
+
+/// A byte stream to a server.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// How to open a connection.
+#[derive(Debug, Clone)]
+pub(crate) enum Transport {
+    /// Plain TCP.
+    Tcp,
+    /// TLS over TCP, with one client's settings.
+    #[cfg(feature = "tls")]
+    Tls(Arc<crate::tls::Connector>),
+}
+
+impl Transport {
+    /// Resolves `host` (again on every call: a DNS change is picked up on reconnect), opens
+    /// a TCP connection with Nagle off, and runs the TLS handshake over it if this is TLS.
+    /// A TLS failure comes as an I/O error carrying a [`TlsFailure`](crate::TlsFailure).
+    pub(crate) async fn open(&self, host: &HostAddr) -> io::Result<Box<dyn Stream>> {
+        let tcp = Self::tcp(host).await?;
+        match self {
+            Transport::Tcp => Ok(Box::new(tcp)),
+            #[cfg(feature = "tls")]
+            Transport::Tls(connector) => Ok(Box::new(connector.connect(host, tcp).await?)),
+        }
+    }
+
+    async fn tcp(host: &HostAddr) -> io::Result<TcpStream> {
+        let addr = read_only::resolve(host).await?;
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
+    /// Whether connections are TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        !matches!(self, Transport::Tcp)
+    }
+
+    /// The session's dialer over this transport. The attempt's budget is the session's.
+    pub(crate) fn dialer(&self) -> Dialer {
+        let transport = self.clone();
+        std::sync::Arc::new(move |host: HostAddr| {
+            let transport = transport.clone();
+            Box::pin(async move {
+                match transport {
+                    Transport::Tcp => {
+                        // Owned halves: no lock between reading and writing.
+                        let (read, write) = Self::tcp(&host).await?.into_split();
+                        Ok((Box::new(read) as ReadHalf, Box::new(write) as WriteHalf))
+                    }
+                    #[cfg(feature = "tls")]
+                    Transport::Tls(_) => {
+                        let (read, write) = tokio::io::split(transport.open(&host).await?);
+                        Ok((Box::new(read) as ReadHalf, Box::new(write) as WriteHalf))
+                    }
+                }
+            }) as Connecting
+        })
+    }
+}
