@@ -167,26 +167,20 @@ impl DynamicEnsemble {
         for _ in 0..PORT_ATTEMPTS {
             let ports = free_ports(3 * size)
                 .map_err(|e| Error::io("picking free ports on 127.0.0.1", e))?;
-            let mut planned = Vec::with_capacity(size);
-            for i in 0..size {
-                let id = u32::try_from(i + 1).unwrap_or(u32::MAX);
-                let (client, quorum, election) = (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]);
-                planned.push((id, client, quorum, election));
-            }
-            let cluster: Vec<String> = planned
-                .iter()
-                .map(|&(id, client, quorum, election)| server_line(id, client, quorum, election))
+            let planned: Vec<(u32, Ports)> = ports
+                .chunks_exact(3)
+                .zip(1u32..)
+                .map(|(p, id)| (id, Ports::from_slice(p)))
                 .collect();
+            let cluster: Vec<String> = planned.iter().map(|(id, p)| p.line(*id)).collect();
             let mut members = Vec::with_capacity(size);
-            for &(id, client, quorum, election) in &planned {
+            for (id, p) in &planned {
                 members.push(Arc::new(prepare_member(
                     &install,
                     &opts,
                     root.path(),
-                    id,
-                    client,
-                    quorum,
-                    election,
+                    *id,
+                    p,
                     &cluster,
                 )?));
             }
@@ -473,17 +467,15 @@ impl DynamicEnsemble {
         for _ in 0..PORT_ATTEMPTS {
             let ports =
                 free_ports(3).map_err(|e| Error::io("picking free ports on 127.0.0.1", e))?;
-            let (client, quorum, election) = (ports[0], ports[1], ports[2]);
+            let p = Ports::from_slice(&ports);
             let mut cluster: Vec<String> = current.iter().map(|(_, l)| l.clone()).collect();
-            cluster.push(server_line(id, client, quorum, election));
+            cluster.push(p.line(id));
             let member = prepare_member(
                 &self.install,
                 &self.opts,
                 self.root.path(),
                 id,
-                client,
-                quorum,
-                election,
+                &p,
                 &cluster,
             )?;
             member.inst.spawn()?;
@@ -525,22 +517,45 @@ impl Drop for DynamicEnsemble {
     }
 }
 
-/// `server.N=127.0.0.1:<quorum>:<election>:participant;127.0.0.1:<client>`, the form in which
-/// ZooKeeper 3.8 writes a participant in `/zookeeper/config` and in `conf`.
-fn server_line(id: u32, client: u16, quorum: u16, election: u16) -> String {
-    format!("server.{id}=127.0.0.1:{quorum}:{election}:participant;127.0.0.1:{client}")
+/// A server's three ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ports {
+    client: u16,
+    quorum: u16,
+    election: u16,
+}
+
+impl Ports {
+    /// From three ports picked together: client, quorum, election (a missing one is 0, which
+    /// `free_ports` never gives).
+    fn from_slice(p: &[u16]) -> Ports {
+        let at = |i: usize| p.get(i).copied().unwrap_or(0);
+        Ports {
+            client: at(0),
+            quorum: at(1),
+            election: at(2),
+        }
+    }
+
+    /// `server.N=127.0.0.1:<quorum>:<election>:participant;127.0.0.1:<client>`, the form in
+    /// which ZooKeeper 3.8 writes a participant in `/zookeeper/config` and in `conf`.
+    fn line(&self, id: u32) -> String {
+        let Ports {
+            client,
+            quorum,
+            election,
+        } = self;
+        format!("server.{id}=127.0.0.1:{quorum}:{election}:participant;127.0.0.1:{client}")
+    }
 }
 
 /// Prepares `<root>/server-<id>`: zoo.cfg naming a dynamic file with `cluster` (one line each).
-#[allow(clippy::too_many_arguments)]
 fn prepare_member(
     install: &ZkInstall,
     opts: &Options,
     root: &Path,
     id: u32,
-    client: u16,
-    quorum: u16,
-    election: u16,
+    ports: &Ports,
     cluster: &[String],
 ) -> Result<DynamicMember> {
     let dir = root.join(format!("server-{id}"));
@@ -553,7 +568,7 @@ fn prepare_member(
         name: format!("dynamic ensemble server {id}"),
         main_class: QUORUM_MAIN,
         dir: dir.clone(),
-        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, client)),
+        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, ports.client)),
         config: cfg,
         myid: Some(id),
     };
@@ -575,12 +590,11 @@ fn prepare_member(
     }
     fs::write(&dynamic, text)
         .map_err(|e| Error::io(format!("writing {}", dynamic.display()), e))?;
-    let line = server_line(id, client, quorum, election);
     Ok(DynamicMember {
         id,
-        quorum_port: quorum,
-        election_port: election,
-        line,
+        quorum_port: ports.quorum,
+        election_port: ports.election,
+        line: ports.line(id),
         inst,
     })
 }
@@ -630,7 +644,7 @@ mod tests {
     #[test]
     fn a_server_line_has_the_form_zookeeper_writes() {
         assert_eq!(
-            server_line(4, 3000, 3001, 3002),
+            Ports::from_slice(&[3000, 3001, 3002]).line(4),
             "server.4=127.0.0.1:3001:3002:participant;127.0.0.1:3000"
         );
     }
