@@ -52,10 +52,10 @@
 //! - `dynamicConfigFile=<server dir>/zoo.cfg.dynamic`, a file with the
 //!   `server.N=127.0.0.1:<quorum>:<election>:participant;127.0.0.1:<client>` lines (the client
 //!   address is part of the server line, so zoo.cfg has no `clientPort`): the documented
-//!   layout. 3.8.0 would also split a zoo.cfg with server lines itself; with the kit's file it
-//!   still writes `zoo.cfg.dynamic.<version>` on boot and after every committed reconfig, and
-//!   points zoo.cfg's `dynamicConfigFile` at it, so [`DynamicEnsemble::restart`] brings a
-//!   server back with the membership it last saw.
+//!   layout (the guide says a zoo.cfg with server lines would also be split by the server;
+//!   the kit does not rely on that). 3.8.0 writes `zoo.cfg.dynamic.<version>` on boot and
+//!   after every committed reconfig, and points zoo.cfg's `dynamicConfigFile` at it, so
+//!   [`DynamicEnsemble::restart`] brings a server back with the membership it last saw.
 //! - `standaloneEnabled=false`: the quorum code even with one participant, so an ensemble
 //!   may start with one server, grow from it and shrink to it.
 //! - `-Dzookeeper.skipACL=yes`: since 3.5.3 reconfig needs write access to
