@@ -18,8 +18,21 @@ use crate::workdir::WorkDir;
 /// Main class of a quorum peer.
 pub const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 
-fn quorum_member_ready(mode: &Mode) -> bool {
+pub(crate) fn quorum_member_ready(mode: &Mode) -> bool {
     matches!(mode, Mode::Leader | Mode::Follower | Mode::Observer)
+}
+
+/// The zoo.cfg lines every quorum peer gets: the common ones, `initLimit`/`syncLimit` scaled to
+/// at least 10 s / 5 s, and `standaloneEnabled=false`; the caller adds its own.
+pub(crate) fn quorum_config(opts: &Options, data_dir: &Path) -> String {
+    let tick = opts.tick_ms();
+    let init_limit = (10_000u128.div_ceil(tick)).max(10);
+    let sync_limit = (5_000u128.div_ceil(tick)).max(5);
+    let mut cfg = opts.common_config(data_dir);
+    let _ = writeln!(cfg, "initLimit={init_limit}");
+    let _ = writeln!(cfg, "syncLimit={sync_limit}");
+    let _ = writeln!(cfg, "standaloneEnabled=false");
+    cfg
 }
 
 /// Builder for [`Ensemble`]; from [`Ensemble::builder`].
@@ -135,17 +148,11 @@ impl Ensemble {
                     ports[3 * i]
                 );
             }
-            let tick = opts.tick_ms();
-            let init_limit = (10_000u128.div_ceil(tick)).max(10);
-            let sync_limit = (5_000u128.div_ceil(tick)).max(5);
             let mut servers = Vec::with_capacity(size);
             for i in 0..size {
                 let id = u32::try_from(i + 1).unwrap_or(u32::MAX);
                 let dir = root.path().join(format!("server-{id}"));
-                let mut cfg = opts.common_config(&Instance::data_dir_of(&dir));
-                let _ = writeln!(cfg, "initLimit={init_limit}");
-                let _ = writeln!(cfg, "syncLimit={sync_limit}");
-                let _ = writeln!(cfg, "standaloneEnabled=false");
+                let mut cfg = quorum_config(&opts, &Instance::data_dir_of(&dir));
                 let _ = writeln!(cfg, "reconfigEnabled=false");
                 cfg.push_str(&cluster);
                 let secure_port = ports[3 * size + i];
