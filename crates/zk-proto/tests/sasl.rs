@@ -7,8 +7,8 @@ use std::time::Duration;
 use zk_proto::acl::acl;
 use zk_proto::{ClientInfo, CreateOptions, Error, Perms, SessionState};
 use zk_testkit::client::{
-    blocking, builder, connect, connect_with, server_builder, start_ensemble, start_server_with,
-    wait_for_state, within,
+    StateLog, blocking, builder, connect, connect_with, eventually, server_builder, start_ensemble,
+    start_server_with, within,
 };
 use zk_testkit::fault::FaultProxy;
 use zk_testkit::{Ensemble, EnsembleBuilder, ZkServer, ZkServerBuilder};
@@ -82,6 +82,18 @@ fn identity(scheme: &str, user: &str) -> ClientInfo {
     }
 }
 
+/// Waits until the session recorded by `log` lost its connection and is connected again
+/// (so a call made next goes to the new connection, not the dying one).
+async fn reconnected(log: &StateLog, limit: Duration) {
+    eventually("lost and connected again", limit, || {
+        let states = log.states();
+        let lost = states.iter().position(|s| !s.is_connected());
+        let ready = lost.is_some() && states.last() == Some(&SessionState::Connected);
+        async move { ready }
+    })
+    .await;
+}
+
 /// Creates `/secret`, readable and writable only by `sasl:bob`.
 async fn create_bobs_secret(bob: &zk_proto::Client) {
     let options = CreateOptions::persistent().with_acl(vec![acl("sasl", "bob", Perms::ALL)]);
@@ -153,9 +165,10 @@ async fn the_session_authenticates_again_after_a_server_restart() {
     create_bobs_secret(&bob).await;
     let session_id = bob.session_id();
 
+    let log = StateLog::record(&bob);
     let restarted = server.clone();
     blocking(move || restarted.restart().expect("restart")).await;
-    wait_for_state(&bob, SessionState::Connected, Duration::from_secs(20)).await;
+    reconnected(&log, Duration::from_secs(20)).await;
     assert_eq!(bob.session_id(), session_id, "the same session");
     // Only `sasl:bob` may read it: the new connection authenticated again.
     assert_eq!(
@@ -183,9 +196,10 @@ async fn the_session_authenticates_again_after_moving_to_another_server() {
     create_bobs_secret(&bob).await;
     let session_id = bob.session_id();
 
+    let log = StateLog::record(&bob);
     let moved = ensemble.clone();
     blocking(move || moved.kill(0)).await;
-    wait_for_state(&bob, SessionState::Connected, Duration::from_secs(30)).await;
+    reconnected(&log, Duration::from_secs(30)).await;
     assert_eq!(
         bob.session_id(),
         session_id,
