@@ -1,0 +1,27 @@
+//! `rzk`: a command-line tool for people who operate ZooKeeper. It reads, writes and watches
+//! nodes, and runs a command under a lock or while leader, on the `zk-proto` client and the
+//! `zk-recipes` recipes. `docs/cli.md` is its manual; `rzk --help` lists the commands and the
+//! exit statuses.
+//!
+//! - `cli`: the command line (clap);
+//! - `commands`: one module per family of commands, and the dispatch;
+//! - `connect`: the session from the global options;
+//! - `supervise`: running a command under a lock or leadership (a pure state machine and
+//!   its runner);
+//! - `output`: everything printed on standard output, as text or JSON;
+//! - `exit`: exit statuses and failures; `paths`, `spec`: checking and parsing the input.
+
+mod cli;
+mod commands;
+mod connect;
+mod exit;
+mod output;
+mod paths;
+mod spec;
+mod supervise;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ExitCode::from(commands::run(cli::Cli::parse_args()))
+}
