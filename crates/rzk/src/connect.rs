@@ -75,16 +75,31 @@ impl Connector {
         })
     }
 
-    /// Opens a session and adds the credentials.
+    /// Opens a session and adds the credentials; gives up once every host failed once, or
+    /// after the connect timeout.
     ///
     /// # Errors
     ///
-    /// A connection failure (no server within the connect timeout), an auth failure.
+    /// A connection failure, an auth failure.
     pub(crate) async fn connect(&self) -> Result<Client, Failure> {
+        self.open(true).await
+    }
+
+    /// Opens a session as [`connect`](Self::connect) does, but keeps trying until a server
+    /// gives one (for `leader`, standing again after its session expired).
+    ///
+    /// # Errors
+    ///
+    /// An auth failure.
+    pub(crate) async fn reconnect(&self) -> Result<Client, Failure> {
+        self.open(false).await
+    }
+
+    async fn open(&self, give_up: bool) -> Result<Client, Failure> {
         let client = Client::builder()
             .session_timeout(self.session_timeout)
-            .connect_timeout(Some(self.connect_timeout))
-            .fail_fast(true)
+            .connect_timeout(give_up.then_some(self.connect_timeout))
+            .fail_fast(give_up)
             .read_only(self.read_only)
             .connect(&self.connect)
             .await

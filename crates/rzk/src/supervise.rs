@@ -101,6 +101,12 @@ pub(crate) fn signal_name(signal: i32) -> String {
         )
 }
 
+/// rzk's exit status when a signal ended it while it waited (before any command ran):
+/// 128 + the signal, as a process killed by it reports.
+pub(crate) fn interrupted(signal: Signal) -> u8 {
+    128u8.saturating_add(u8::try_from(signal.as_raw()).unwrap_or(0))
+}
+
 /// What happens to a supervised command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {

@@ -10,7 +10,7 @@ use zk_recipes::barrier::{DoubleBarrier, StartGate};
 use crate::cli::{BarrierArgs, GateArgs};
 use crate::exit::{ExitClass, Failure, Outcome};
 use crate::output::Output;
-use crate::supervise::{Job, Policy, Signals, supervise};
+use crate::supervise::{Job, Policy, Signals, interrupted, supervise};
 
 /// A recipe error of `what`, with the timeout named when it is one.
 fn failure(what: &str, timeout: Option<Duration>, error: &zk_recipes::Error) -> Failure {
@@ -39,7 +39,7 @@ pub(super) async fn barrier(client: &Client, args: &BarrierArgs, out: Output) ->
         }
         signal = signals.recv() => {
             eprintln!("rzk: interrupted while waiting at {path}");
-            return Ok(128u8.saturating_add(u8::try_from(signal.as_raw()).unwrap_or(0)));
+            return Ok(interrupted(signal));
         }
     }
     if out.verbose {
@@ -85,7 +85,7 @@ pub(super) async fn gate(client: &Client, args: &GateArgs, out: Output) -> Outco
         started = gate.join(args.timeout) => started.map_err(|e| failure(&what, args.timeout, &e))?,
         signal = signals.recv() => {
             eprintln!("rzk: interrupted while waiting at {path}");
-            return Ok(128u8.saturating_add(u8::try_from(signal.as_raw()).unwrap_or(0)));
+            return Ok(interrupted(signal));
         }
     };
     if out.json {

@@ -8,7 +8,7 @@ use crate::cli::LeaderArgs;
 use crate::connect::Connector;
 use crate::exit::{Failure, Outcome};
 use crate::output::{Output, session_hex};
-use crate::supervise::{Ended, Job, Policy, Signals, supervise};
+use crate::supervise::{Ended, Job, Policy, Signals, interrupted, supervise};
 
 /// The default candidate id: `HOSTNAME:PID`.
 pub(super) fn default_id() -> String {
@@ -41,7 +41,10 @@ pub(super) async fn leader(
     let mut first = true;
     loop {
         if !first {
-            client = connector.connect().await?;
+            client = tokio::select! {
+                client = connector.reconnect() => client?,
+                signal = signals.recv() => return Ok(interrupted(signal)),
+            };
         }
         let round = stand(&client, args, &id, &mut signals, out).await;
         if !first {
@@ -75,7 +78,7 @@ async fn stand(
         let waited = tokio::select! {
             waited = leadership.wait_leader(None) => waited,
             signal = signals.recv() => {
-                break Round::Exit(Ok(128u8.saturating_add(u8::try_from(signal.as_raw()).unwrap_or(0))));
+                break Round::Exit(Ok(interrupted(signal)));
             }
         };
         match waited {

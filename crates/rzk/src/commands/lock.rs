@@ -13,7 +13,7 @@ use crate::cli::LockArgs;
 use crate::exit::{ExitClass, Failure, Outcome};
 use crate::output::{ContenderJson, LocksJson, Output, locks_lines, session_hex};
 use crate::paths;
-use crate::supervise::{ChildStatus, Ended, Job, Policy, Signals, supervise};
+use crate::supervise::{ChildStatus, Ended, Job, Policy, Signals, interrupted, supervise};
 
 /// How long `--try` waits when the lock looked free but another contender got in first
 /// (two `--try` at the same instant): the loser gives up after this.
@@ -39,7 +39,7 @@ pub(super) async fn lock(client: &Client, args: &LockArgs, out: Output) -> Outco
         signal = signals.recv() => {
             // Dropping the acquire withdraws our node; the session closes next.
             eprintln!("rzk: interrupted while waiting for {path}");
-            return Ok(128u8.saturating_add(u8::try_from(signal.as_raw()).unwrap_or(0)));
+            return Ok(interrupted(signal));
         }
     };
     let guard = match acquired {
