@@ -20,7 +20,7 @@ use crate::spec::parse_duration;
     max_term_width = 100
 )]
 pub(crate) struct Cli {
-    /// -s CONNECT: --server, given before the command (after it, -s is create's --sequential)
+    /// Same as --server, before the command only (after it, -s is create's --sequential)
     #[arg(short = 's', value_name = "CONNECT", conflicts_with = "server")]
     pub(crate) server_short: Option<String>,
     /// Connection and output options, accepted before or after the command.
@@ -56,35 +56,42 @@ pub(crate) struct Global {
         env = "ZOOKEEPER",
         default_value = "127.0.0.1:2181",
         global = true,
+        help_heading = "Global options",
         value_name = "CONNECT"
     )]
     pub(crate) server: String,
     /// A chroot for every path (same as /chroot at the end of --server)
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "PATH"
+    )]
     pub(crate) chroot: Option<String>,
     /// The session timeout to ask for (the server clamps it to its bounds)
-    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, help_heading = "Global options", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub(crate) session_timeout: Duration,
     /// How long to try to reach a server before giving up (exit 6)
-    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, help_heading = "Global options", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub(crate) connect_timeout: Duration,
     /// Credentials to add to the session, scheme:credential (digest:user:password); repeatable
     #[arg(
         long,
         global = true,
+        help_heading = "Global options",
         env = "RZK_AUTH",
         hide_env_values = true,
         value_name = "SCHEME:CREDENTIAL"
     )]
     pub(crate) auth: Vec<String>,
     /// Accept a read-only server (one that lost its quorum); writes then fail
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub(crate) read_only: bool,
     /// Print JSON: one object per command, one per line for watch
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub(crate) json: bool,
     /// Say on stderr what happens (session, lock, leadership, signals)
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub(crate) verbose: bool,
 }
 
@@ -243,7 +250,7 @@ pub(crate) enum OnLoss {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Supervision {
     /// When the lock (leadership) is suspended (connection lost) or lost (session ended)
-    #[arg(long, value_enum, default_value_t = OnLoss::Stop)]
+    #[arg(long, value_enum, default_value_t = OnLoss::Stop, value_name = "POLICY")]
     pub(crate) on_loss: OnLoss,
     /// After SIGTERM, how long the command may take to exit before SIGKILL
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]

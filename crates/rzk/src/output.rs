@@ -357,6 +357,9 @@ pub(crate) struct LocksJson {
 
 /// `locks` as a text table.
 pub(crate) fn locks_lines(locks: &LocksJson) -> Vec<String> {
+    if locks.contenders.is_empty() {
+        return vec![format!("{}: no contenders (free)", locks.path)];
+    }
     let mut out = vec![format!(
         "{} ({}): {} contender{}",
         locks.path,
@@ -486,5 +489,11 @@ mod tests {
         assert!(lines[1].contains("session 0x1"));
         assert!(lines[1].contains("czxid 0x10"));
         assert!(lines[1].ends_with("_c_x-lock-0000000000"));
+        let free = LocksJson {
+            path: "/l".into(),
+            recipe: "unknown",
+            contenders: vec![],
+        };
+        assert_eq!(locks_lines(&free), ["/l: no contenders (free)"]);
     }
 }

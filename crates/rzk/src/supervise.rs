@@ -8,7 +8,9 @@
 //!   SIGTERM, then SIGKILL if the command is still running after the grace period; `warn`
 //!   only says so on stderr;
 //! - SIGINT, SIGTERM and SIGHUP received by rzk are sent on to the command (rzk itself waits
-//!   for it to exit, so that the lock is released after it);
+//!   for it to exit, so that the lock is released after it); except a SIGINT while rzk runs
+//!   in the foreground of a terminal: Ctrl-C reaches the command from the terminal itself (it
+//!   is in rzk's process group), and a second one from rzk would interrupt its clean-up;
 //! - when the command exits, the outcome is its status, or [`ExitClass::Lost`] when it was
 //!   running while the lock or leadership was lost under `stop`.
 
@@ -112,8 +114,14 @@ pub(crate) fn interrupted(signal: Signal) -> u8 {
 pub(crate) enum Event {
     /// The lock or leadership is suspended or lost; the text says which and why.
     Lost(String),
-    /// rzk received this signal.
-    Signal(Signal),
+    /// rzk received this signal; `from_terminal` when it is SIGINT and rzk is in the
+    /// foreground of a terminal, so the command (in rzk's process group) got it too.
+    Signal {
+        /// The signal.
+        signal: Signal,
+        /// Whether the command got it from the terminal as well.
+        from_terminal: bool,
+    },
     /// The grace period after SIGTERM passed.
     GraceOver,
     /// The command exited.
@@ -210,7 +218,11 @@ impl Supervisor {
                     ))],
                 }
             }
-            Event::Signal(signal) => vec![Action::Forward(signal)],
+            Event::Signal {
+                from_terminal: true,
+                ..
+            } => Vec::new(),
+            Event::Signal { signal, .. } => vec![Action::Forward(signal)],
             Event::GraceOver if self.terminating && !self.killed => {
                 self.killed = true;
                 vec![
@@ -336,7 +348,10 @@ pub(crate) async fn supervise(
                     return Err(Failure::new(ExitClass::Failure, format!("waiting for {shown}: {e}")));
                 }
             },
-            signal = signals.recv() => Event::Signal(signal),
+            signal = signals.recv() => Event::Signal {
+                signal,
+                from_terminal: signal == Signal::INT && in_terminal_foreground(),
+            },
             why = &mut lost, if !supervisor.lost() => Event::Lost(why),
             () = async {
                 match grace.as_mut() {
@@ -382,6 +397,13 @@ pub(crate) async fn supervise(
             }
         }
     }
+}
+
+/// Whether rzk runs in the foreground process group of the terminal on its standard input
+/// (so that a Ctrl-C goes to its whole process group, the command included).
+fn in_terminal_foreground() -> bool {
+    rustix::termios::tcgetpgrp(std::io::stdin())
+        .is_ok_and(|foreground| foreground == rustix::process::getpgrp())
 }
 
 /// Sends `signal` to the child if it has not been reaped (its pid is then still its own).
@@ -477,13 +499,21 @@ mod tests {
     #[test]
     fn signals_are_passed_on_and_the_status_follows() {
         let mut s = Supervisor::new(Policy::Stop { grace: GRACE });
+        let signal = |signal, from_terminal| Event::Signal {
+            signal,
+            from_terminal,
+        };
         assert_eq!(
-            s.on(Event::Signal(Signal::INT)),
+            s.on(signal(Signal::INT, false)),
             [Action::Forward(Signal::INT)]
         );
         assert_eq!(
-            s.on(Event::Signal(Signal::TERM)),
+            s.on(signal(Signal::TERM, false)),
             [Action::Forward(Signal::TERM)]
+        );
+        assert!(
+            s.on(signal(Signal::INT, true)).is_empty(),
+            "a Ctrl-C the command got from the terminal is not sent twice"
         );
         assert!(
             s.on(Event::GraceOver).is_empty(),
