@@ -50,7 +50,7 @@ impl Cli {
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Global {
-    /// The ensemble: host:port[,host:port...][/chroot] (-s before the command)
+    /// The ensemble: host:port,host:port,.../chroot (more hosts and the chroot optional; -s before the command)
     #[arg(
         long = "server",
         env = "ZOOKEEPER",
@@ -160,7 +160,7 @@ pub(crate) enum Command {
         version: Option<i32>,
         /// The node
         path: String,
-        /// scheme:id:perms[,...], perms letters of cdrwa (world:anyone:r,auth::cdrwa)
+        /// scheme:id:perms,... with perms letters of cdrwa (world:anyone:r,auth::cdrwa)
         acl: String,
     },
     /// Print the identities the session is authenticated as
@@ -228,7 +228,7 @@ pub(crate) struct CreateArgs {
     /// Create missing parents (as persistent nodes)
     #[arg(short, long)]
     pub(crate) parents: bool,
-    /// The ACL (scheme:id:perms[,...]); default world:anyone:cdrwa
+    /// The ACL, scheme:id:perms,... (default world:anyone:cdrwa)
     #[arg(long)]
     pub(crate) acl: Option<String>,
     /// The node
