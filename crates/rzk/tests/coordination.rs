@@ -50,7 +50,7 @@ async fn leadership_fails_over_between_two_invocations_and_comes_back() {
         &[
             "leader",
             "--session-timeout",
-            "3s",
+            "4s",
             "--id",
             "A",
             "/svc",

@@ -301,8 +301,10 @@ async fn wait_stderr<R: tokio::io::AsyncBufRead + Unpin>(
 }
 
 /// The session timeout of the session-loss tests: the client gives up a silent connection
-/// after two thirds of it (2 s), the server expires the session after all of it (3 s).
-const SESSION: &str = "3s";
+/// after two thirds of it (2.7 s), the server expires the session after all of it (4 s, the
+/// test kit's session timeout): the command is stopped more than a second before another
+/// contender can get the lock.
+const SESSION: &str = "4s";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_is_stopped_when_the_session_is_lost_before_another_holder_starts() {
@@ -369,6 +371,76 @@ async fn the_command_is_stopped_when_the_session_is_lost_before_another_holder_s
         .await
         .expect("the contender");
     assert_eq!(lines(&log), ["1 start", "1 stopped", "2 acquired"]);
+    guard.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_holder_stops_its_command_when_it_finds_its_session_expired() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let zk = server.connect_string();
+    let client = connect(&zk).await;
+    let dir = scratch("paused");
+    let log = dir.join("log");
+    let script = format!(
+        "trap 'kill $! 2>/dev/null; {}; exit 0' TERM; {}; sleep 60 & wait",
+        append(&log, "1 stopped"),
+        append(&log, "1 start $RZK_FENCING_TOKEN")
+    );
+    let rzk_lock = command(
+        &zk,
+        &[
+            "lock",
+            "--session-timeout",
+            "2s",
+            "/l",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .spawn()
+    .expect("start");
+    wait_lines(&log, LIMIT, "the command runs", |l| l.len() == 1).await;
+    let contender = {
+        let (client, log) = (client.clone(), log.clone());
+        tokio::spawn(async move {
+            let guard = Lock::new(&client, "/l")
+                .acquire(None)
+                .await
+                .expect("acquire");
+            append_line(&log, &format!("2 acquired {}", guard.fencing_token()));
+            guard
+        })
+    };
+    wait_children(&client, "/l", LIMIT, "the contender in line", |c| {
+        c.len() == 2
+    })
+    .await;
+
+    // rzk is paused (SIGSTOP) while its command runs on: nothing can stop the command in
+    // time, the server expires rzk's session and the contender gets the lock.
+    signal(&rzk_lock, "STOP");
+    let guard = within("the contender gets the lock", LIMIT, contender)
+        .await
+        .expect("the contender");
+    // When rzk runs again, it finds its session gone and stops its command.
+    signal(&rzk_lock, "CONT");
+    let run = finish(rzk_lock, &["lock"]).await.expect(7, "lost");
+    assert!(
+        run.stderr.contains("stopping the command"),
+        "{}",
+        run.stderr
+    );
+    let log = lines(&log);
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert!(
+        log[1].starts_with("2 acquired ") && log[2] == "1 stopped",
+        "{log:?}"
+    );
+    // The overlap is what fencing tokens are for: the new holder's token is higher.
+    assert!(token(&log[1]) > token(&log[0]), "{log:?}");
     guard.release().await.expect("release");
 }
 
