@@ -127,8 +127,8 @@ impl Connector {
             }
         }
         if self.verbose {
-            eprintln!(
-                "rzk: session {} on {} (timeout {:?}{})",
+            say!(
+                "session {} on {} (timeout {:?}{})",
                 crate::output::session_hex(client.session_id()),
                 self.connect,
                 client.negotiated_timeout().unwrap_or(self.session_timeout),

@@ -11,6 +11,15 @@
 //! - `output`: everything printed on standard output, as text or JSON;
 //! - `exit`: exit statuses and failures; `paths`, `spec`: checking and parsing the input.
 
+/// Writes one line on stderr, `rzk: ` first (a diagnostic; results go to stdout). A closed
+/// stderr is ignored: never a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "rzk: {}", format_args!($($arg)*));
+    }};
+}
+
 mod cli;
 mod commands;
 mod connect;

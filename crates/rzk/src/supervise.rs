@@ -331,10 +331,7 @@ pub(crate) async fn supervise(
             Failure::new(class, format!("cannot run {shown}: {e}"))
         })?;
     if job.verbose {
-        eprintln!(
-            "rzk: started {shown} (pid {})",
-            child.id().unwrap_or_default()
-        );
+        say!("started {shown} (pid {})", child.id().unwrap_or_default());
     }
     let mut supervisor = Supervisor::new(job.policy);
     let mut lost = std::pin::pin!(lost);
@@ -367,10 +364,7 @@ pub(crate) async fn supervise(
             match action {
                 Action::Forward(signal) => {
                     if job.verbose {
-                        eprintln!(
-                            "rzk: passing {} on to the command",
-                            signal_name(signal.as_raw())
-                        );
+                        say!("passing {} on to the command", signal_name(signal.as_raw()));
                     }
                     send(&child, signal);
                 }
@@ -384,13 +378,13 @@ pub(crate) async fn supervise(
                     // Fails only when it has exited meanwhile, which the next wait reports.
                     let _ = child.start_kill();
                 }
-                Action::Warn(message) => eprintln!("rzk: {message}"),
+                Action::Warn(message) => say!("{message}"),
                 Action::Done(ended) => {
                     if job.verbose {
                         let status = match ended {
                             Ended::Exited { status, .. } | Ended::Stopped { status } => status,
                         };
-                        eprintln!("rzk: {shown}: {status}");
+                        say!("{shown}: {status}");
                     }
                     return Ok(ended);
                 }

@@ -38,12 +38,12 @@ pub(super) async fn barrier(client: &Client, args: &BarrierArgs, out: Output) ->
             entered.map_err(|e| failure(&what, args.timeout, &e))?;
         }
         signal = signals.recv() => {
-            eprintln!("rzk: interrupted while waiting at {path}");
+            say!("interrupted while waiting at {path}");
             return Ok(interrupted(signal));
         }
     }
     if out.verbose {
-        eprintln!("rzk: {} members entered {path}", args.count);
+        say!("{} members entered {path}", args.count);
     }
     let mut code = 0;
     if !args.command.is_empty() {
@@ -84,7 +84,7 @@ pub(super) async fn gate(client: &Client, args: &GateArgs, out: Output) -> Outco
     let started = tokio::select! {
         started = gate.join(args.timeout) => started.map_err(|e| failure(&what, args.timeout, &e))?,
         signal = signals.recv() => {
-            eprintln!("rzk: interrupted while waiting at {path}");
+            say!("interrupted while waiting at {path}");
             return Ok(interrupted(signal));
         }
     };
@@ -95,7 +95,7 @@ pub(super) async fn gate(client: &Client, args: &GateArgs, out: Output) -> Outco
             "created_start": started.created_start,
         }))?;
     } else if out.verbose {
-        eprintln!("rzk: {path} started ({count} members)");
+        say!("{path} started ({count} members)");
     }
     Ok(0)
 }

@@ -44,7 +44,7 @@ pub(super) fn run(mut args: Vec<OsString>, out: Output) -> Outcome {
     if let Some(path) = &options.plot {
         std::fs::write(path, outcome.to_svg())
             .map_err(|e| Failure::io(&format!("bench: write {}", path.display()), &e))?;
-        eprintln!("rzk: wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
     Ok(0)
 }

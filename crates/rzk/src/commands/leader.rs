@@ -54,8 +54,8 @@ pub(super) async fn leader(
         match round {
             Round::Exit(outcome) => return outcome,
             Round::NewSession => {
-                eprintln!(
-                    "rzk: the session for {} ended; standing again with a new one",
+                say!(
+                    "the session for {} ended; standing again with a new one",
                     args.path
                 );
             }
@@ -87,7 +87,7 @@ async fn stand(
             Err(e) => break Round::Exit(Err(Failure::recipe(&format!("leader {path}"), &e))),
         }
         if out.verbose {
-            eprintln!("rzk: leading {path} as {id}");
+            say!("leading {path} as {id}");
         }
         let job = Job {
             command: &args.command,
@@ -101,7 +101,7 @@ async fn stand(
         };
         match supervise(&job, signals, lost(&leadership, client, path)).await {
             Ok(Ended::Stopped { .. }) if !args.exit_on_loss => {
-                eprintln!("rzk: standing again for {path}");
+                say!("standing again for {path}");
             }
             Ok(ended) => break Round::Exit(Ok(ended.exit_code())),
             Err(failure) => break Round::Exit(Err(failure)),

@@ -38,7 +38,7 @@ pub(super) async fn lock(client: &Client, args: &LockArgs, out: Output) -> Outco
         acquired = lock.acquire(timeout) => acquired,
         signal = signals.recv() => {
             // Dropping the acquire withdraws our node; the session closes next.
-            eprintln!("rzk: interrupted while waiting for {path}");
+            say!("interrupted while waiting for {path}");
             return Ok(interrupted(signal));
         }
     };
@@ -57,8 +57,8 @@ pub(super) async fn lock(client: &Client, args: &LockArgs, out: Output) -> Outco
         Err(e) => return Err(Failure::recipe(&format!("lock {path}"), &e)),
     };
     if out.verbose {
-        eprintln!(
-            "rzk: holding {path} ({}, fencing token {})",
+        say!(
+            "holding {path} ({}, fencing token {})",
             guard.node(),
             guard.fencing_token()
         );
@@ -67,7 +67,7 @@ pub(super) async fn lock(client: &Client, args: &LockArgs, out: Output) -> Outco
         match client.exists(marker).await {
             Ok(None) => {}
             Ok(Some(_)) => {
-                eprintln!("rzk: {marker} exists: done already, the command is not run");
+                say!("{marker} exists: done already, the command is not run");
                 release(guard, path).await;
                 return Ok(0);
             }
@@ -139,9 +139,9 @@ async fn release(guard: LockGuard, path: &str) {
     match guard.release().await {
         Ok(()) => {}
         Err(zk_recipes::Error::Lost) => {
-            eprintln!("rzk: the lock {path} was lost before it was released");
+            say!("the lock {path} was lost before it was released");
         }
-        Err(e) => eprintln!("rzk: releasing the lock {path}: {e}"),
+        Err(e) => say!("releasing the lock {path}: {e}"),
     }
 }
 

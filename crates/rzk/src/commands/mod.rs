@@ -49,7 +49,7 @@ pub(crate) fn run(cli: Cli) -> u8 {
         Ok(code) => code,
         Err(failure) => {
             if !failure.message.is_empty() {
-                eprintln!("rzk: {}", failure.message);
+                say!("{}", failure.message);
             }
             failure.class.code()
         }

@@ -32,8 +32,8 @@ pub(super) async fn watch(
     let mut connected = true;
     let mut seen = 0u64;
     if out.verbose {
-        eprintln!(
-            "rzk: watching {path}{}",
+        say!(
+            "watching {path}{}",
             if recursive { " and its subtree" } else { "" }
         );
     }
@@ -64,8 +64,8 @@ pub(super) async fn watch(
                 );
                 if now != connected && !states.borrow().is_terminal() {
                     connected = now;
-                    eprintln!(
-                        "rzk: {}",
+                    say!(
+                        "{}",
                         if now {
                             "connection back, same session: watching again"
                         } else {
