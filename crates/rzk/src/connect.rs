@@ -11,6 +11,10 @@ use crate::cli::Global;
 use crate::exit::{ExitClass, Failure};
 use crate::spec::{Auth, parse_auth};
 
+/// The shortest `--session-timeout`: the first connection attempt gets a third of it, and a
+/// handshake needs a few milliseconds at least.
+const MIN_SESSION_TIMEOUT: Duration = Duration::from_millis(100);
+
 /// Everything needed to open a session, checked: opening one more later (`leader` after its
 /// session expired) takes the same settings.
 #[derive(Debug, Clone)]
@@ -54,8 +58,10 @@ impl Connector {
     ///
     /// A usage failure naming the bad option.
     pub(crate) fn new(global: &Global) -> Result<Connector, Failure> {
-        if global.session_timeout.is_zero() {
-            return Err(Failure::usage("--session-timeout must be more than 0"));
+        if global.session_timeout < MIN_SESSION_TIMEOUT {
+            return Err(Failure::usage(
+                "--session-timeout must be at least 100ms (the server raises it to two ticks anyway)",
+            ));
         }
         if global.connect_timeout.is_zero() {
             return Err(Failure::usage("--connect-timeout must be more than 0"));

@@ -234,6 +234,10 @@ async fn every_class_of_failure_has_its_exit_status_and_one_line() {
     rzk(&zk, &["get", "/a", "--session-timeout", "soon"])
         .await
         .expect(2, "bad duration");
+    rzk(&zk, &["get", "/a", "--session-timeout", "1ms"])
+        .await
+        .expect(2, "too short a session")
+        .one_error_line("at least 100ms");
     rzk(&zk, &["frobnicate"]).await.expect(2, "unknown command");
     rzk("not a connect string:x", &["get", "/a"])
         .await
