@@ -1,0 +1,190 @@
+//! The commands, one module per family, and [`run`], which checks the input, opens the
+//! session, runs the command and turns its outcome into an exit status.
+//!
+//! - `nodes`: ls, get, stat, set, create, rm, tree, sync
+//! - `acl`: getacl, setacl, whoami
+//! - `watch`: watch
+//! - `lock`: lock (and lock --once), locks
+//! - `leader`: leader
+//! - `barrier`: barrier, gate
+//! - `bench`: bench (no session: the benchmark opens its own)
+
+mod acl;
+mod barrier;
+mod bench;
+mod leader;
+mod lock;
+mod nodes;
+mod watch;
+
+use std::io::Read;
+
+use zk_proto::Client;
+
+use crate::cli::{Cli, Command};
+use crate::connect::Connector;
+use crate::exit::{ExitClass, Failure, Outcome};
+use crate::output::Output;
+use crate::paths;
+use crate::spec::{Data, data_arg, parse_acl};
+
+/// Runs the command line and returns rzk's exit status; a failure is one line on stderr.
+pub(crate) fn run(cli: Cli) -> u8 {
+    let out = Output {
+        json: cli.global.json,
+        verbose: cli.global.verbose,
+    };
+    let result = match cli.command {
+        Command::Bench { args } => bench::run(args, out),
+        command => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::new(ExitClass::Failure, format!("tokio runtime: {e}")))
+            .and_then(|runtime| {
+                let connector = Connector::new(&cli.global)?;
+                runtime.block_on(session(&connector, command, out))
+            }),
+    };
+    match result {
+        Ok(code) => code,
+        Err(failure) => {
+            if !failure.message.is_empty() {
+                say!("{}", failure.message);
+            }
+            failure.class.code()
+        }
+    }
+}
+
+/// Checks the command's paths and specs (nothing is sent before), reads standard input if
+/// the data is `-`, opens the session, runs the command and closes the session.
+async fn session(connector: &Connector, command: Command, out: Output) -> Outcome {
+    check(&command)?;
+    let data = match &command {
+        Command::Set { data, .. } => Some(read_data(data_arg(Some(data)))?),
+        Command::Create(args) => Some(read_data(data_arg(args.data.as_deref()))?),
+        _ => None,
+    };
+    let client = connector.connect().await?;
+    let outcome = dispatch(&client, connector, command, data, out).await;
+    // Closing ends the session at once: its ephemeral nodes (a lock, a candidate) go now.
+    client.close().await.ok();
+    outcome
+}
+
+async fn dispatch(
+    client: &Client,
+    connector: &Connector,
+    command: Command,
+    data: Option<Vec<u8>>,
+    out: Output,
+) -> Outcome {
+    let data = data.unwrap_or_default();
+    match command {
+        Command::Ls { recursive, path } => nodes::ls(client, &path, recursive, out).await,
+        Command::Get { path } => nodes::get(client, &path, out).await,
+        Command::Stat { path } => nodes::stat(client, &path, out).await,
+        Command::Set { path, version, .. } => nodes::set(client, &path, data, version, out).await,
+        Command::Create(args) => nodes::create(client, &args, data, out).await,
+        Command::Rm {
+            recursive,
+            version,
+            path,
+        } => nodes::rm(client, &path, recursive, version, out).await,
+        Command::Tree { max_depth, path } => nodes::tree(client, &path, max_depth, out).await,
+        Command::Sync { path } => nodes::sync(client, &path, out).await,
+        Command::Getacl { path } => acl::getacl(client, &path, out).await,
+        Command::Setacl { path, acl, version } => {
+            acl::setacl(client, &path, &acl, version, out).await
+        }
+        Command::Whoami => acl::whoami(client, out).await,
+        Command::Watch {
+            recursive,
+            count,
+            path,
+        } => watch::watch(client, &path, recursive, count, out).await,
+        Command::Lock(args) => lock::lock(client, &args, out).await,
+        Command::Locks { path } => lock::locks(client, &path, out).await,
+        Command::Leader(args) => leader::leader(client.clone(), connector, &args, out).await,
+        Command::Barrier(args) => barrier::barrier(client, &args, out).await,
+        Command::Gate(args) => barrier::gate(client, &args, out).await,
+        Command::Bench { .. } => Err(Failure::new(
+            ExitClass::Failure,
+            "bench runs without a session",
+        )),
+    }
+}
+
+/// Checks every path (and ACL) of `command` with ZooKeeper's rules.
+///
+/// # Errors
+///
+/// A usage failure naming the first bad one.
+fn check(command: &Command) -> Result<(), Failure> {
+    match command {
+        Command::Ls { path, .. }
+        | Command::Get { path }
+        | Command::Stat { path }
+        | Command::Set { path, .. }
+        | Command::Tree { path, .. }
+        | Command::Sync { path }
+        | Command::Getacl { path }
+        | Command::Watch { path, .. }
+        | Command::Locks { path } => paths::check(path),
+        Command::Rm { path, .. } => {
+            paths::check(path)?;
+            if path == "/" {
+                return Err(Failure::usage("refusing to delete the root node"));
+            }
+            Ok(())
+        }
+        Command::Create(args) => {
+            if args.sequential {
+                paths::check_sequential(&args.path)?;
+            } else {
+                paths::check(&args.path)?;
+            }
+            if let Some(acl) = &args.acl {
+                parse_acl(acl).map_err(Failure::usage)?;
+            }
+            Ok(())
+        }
+        Command::Setacl { path, acl, .. } => {
+            paths::check(path)?;
+            parse_acl(acl).map_err(Failure::usage).map(drop)
+        }
+        Command::Lock(args) => {
+            paths::check(&args.path)?;
+            if args.path == "/" {
+                return Err(Failure::usage("the lock path cannot be the root node"));
+            }
+            if let Some(marker) = &args.once {
+                paths::check(marker)?;
+            }
+            Ok(())
+        }
+        Command::Leader(args) => paths::check(&args.path),
+        Command::Barrier(args) => paths::check(&args.path),
+        Command::Gate(args) => paths::check(&args.path),
+        Command::Whoami | Command::Bench { .. } => Ok(()),
+    }
+}
+
+/// The bytes of a data argument, reading standard input to its end for `-`.
+fn read_data(data: Data) -> Result<Vec<u8>, Failure> {
+    match data {
+        Data::Inline(bytes) => Ok(bytes),
+        Data::Stdin => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Failure::io("read standard input", &e))?;
+            Ok(bytes)
+        }
+    }
+}
+
+/// A client error while doing `what` on `path`.
+fn zk_failure(what: &str, path: &str, error: &zk_proto::Error) -> Failure {
+    Failure::zk(&format!("{what} {path}"), error)
+}

@@ -1,0 +1,383 @@
+//! The node commands: ls, get, stat, set, create, rm, tree, sync.
+//!
+//! Listings of many nodes (`ls -R`, `tree`, `rm -r`) go one level at a time, with every
+//! request of a level sent back to back (the client queues a call when it is made), so a
+//! level costs one round trip whatever its width.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::json;
+use zk_proto::{Client, CreateMode, CreateOptions, Error, Stat};
+
+use super::zk_failure;
+use crate::cli::CreateArgs;
+use crate::exit::{ExitClass, Failure, Outcome};
+use crate::output::{DataJson, Output, StatJson, TreeNode, stat_lines, tree_lines};
+use crate::paths;
+use crate::spec::parse_acl;
+
+/// How many times `rm -r` lists and deletes again when nodes keep appearing under it.
+const RM_ROUNDS: usize = 10;
+
+/// `ls [-R] PATH`.
+pub(super) async fn ls(client: &Client, path: &str, recursive: bool, out: Output) -> Outcome {
+    let mut children = client
+        .get_children(path)
+        .await
+        .map_err(|e| zk_failure("ls", path, &e))?;
+    children.sort();
+    if !recursive {
+        if out.json {
+            out.json(&json!({ "path": path, "children": children }))?;
+        } else {
+            out.lines(&children)?;
+        }
+        return Ok(0);
+    }
+    let levels = subtree(client, path, None).await?;
+    let nodes: Vec<String> = levels.into_iter().flatten().collect();
+    if out.json {
+        out.json(&json!({ "path": path, "nodes": nodes }))?;
+    } else {
+        out.lines(&nodes)?;
+    }
+    Ok(0)
+}
+
+/// The paths of `root`'s subtree, level by level from `root` itself (each level sorted), at
+/// most `max_depth` levels below it. Nodes deleted while listing are left out.
+async fn subtree(
+    client: &Client,
+    root: &str,
+    max_depth: Option<usize>,
+) -> Result<Vec<Vec<String>>, Failure> {
+    let mut levels = vec![vec![root.to_owned()]];
+    let mut depth = 0;
+    while max_depth.is_none_or(|max| depth < max) {
+        let Some(level) = levels.last() else { break };
+        let listings: Vec<_> = level.iter().map(|p| (p, client.get_children(p))).collect();
+        let mut next = Vec::new();
+        for (parent, listing) in listings {
+            match listing.await {
+                Ok(mut children) => {
+                    children.sort();
+                    next.extend(children.iter().map(|c| paths::child(parent, c)));
+                }
+                Err(Error::NoNode) if parent != root => {}
+                Err(e) => return Err(zk_failure("list", parent, &e)),
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        levels.push(next);
+        depth += 1;
+    }
+    Ok(levels)
+}
+
+/// `get PATH`.
+pub(super) async fn get(client: &Client, path: &str, out: Output) -> Outcome {
+    let (data, stat) = client
+        .get_data(path)
+        .await
+        .map_err(|e| zk_failure("get", path, &e))?;
+    if out.json {
+        out.json(&DataJson::new(path, &data, &stat))?;
+    } else {
+        out.raw(&data)?;
+    }
+    Ok(0)
+}
+
+/// `stat PATH`.
+pub(super) async fn stat(client: &Client, path: &str, out: Output) -> Outcome {
+    let stat = client
+        .exists(path)
+        .await
+        .map_err(|e| zk_failure("stat", path, &e))?
+        .ok_or_else(|| zk_failure("stat", path, &Error::NoNode))?;
+    print_stat(path, &stat, out)
+}
+
+fn print_stat(path: &str, stat: &Stat, out: Output) -> Outcome {
+    if out.json {
+        out.json(&json!({ "path": path, "stat": StatJson::from(stat) }))?;
+    } else {
+        out.lines(&stat_lines(stat))?;
+    }
+    Ok(0)
+}
+
+/// `set PATH DATA`.
+pub(super) async fn set(
+    client: &Client,
+    path: &str,
+    data: Vec<u8>,
+    version: Option<i32>,
+    out: Output,
+) -> Outcome {
+    let stat = client
+        .set_data(path, data, version)
+        .await
+        .map_err(|e| zk_failure("set", path, &e))?;
+    if out.json {
+        out.json(&json!({ "path": path, "stat": StatJson::from(&stat) }))?;
+    }
+    Ok(0)
+}
+
+/// The create mode `create`'s flags ask for.
+pub(super) fn create_mode(args: &CreateArgs) -> CreateMode {
+    match (
+        args.ephemeral,
+        args.sequential,
+        args.container,
+        args.ttl.is_some(),
+    ) {
+        (true, true, _, _) => CreateMode::EPHEMERAL_SEQUENTIAL,
+        (true, false, _, _) => CreateMode::EPHEMERAL,
+        (_, _, true, _) => CreateMode::CONTAINER,
+        (_, true, _, true) => CreateMode::PERSISTENT_SEQUENTIAL_WITH_TTL,
+        (_, false, _, true) => CreateMode::PERSISTENT_WITH_TTL,
+        (_, true, _, false) => CreateMode::PERSISTENT_SEQUENTIAL,
+        (_, false, _, false) => CreateMode::PERSISTENT,
+    }
+}
+
+/// `create [-e] [-s] [-c] [--ttl D] [-p] [--acl ACL] PATH [DATA]`.
+pub(super) async fn create(
+    client: &Client,
+    args: &CreateArgs,
+    data: Vec<u8>,
+    out: Output,
+) -> Outcome {
+    let path = &args.path;
+    let mut options = CreateOptions::new(create_mode(args));
+    if let Some(acl) = &args.acl {
+        options = options.with_acl(parse_acl(acl).map_err(Failure::usage)?);
+    }
+    if let Some(ttl) = args.ttl {
+        if ttl < Duration::from_millis(1) {
+            return Err(Failure::usage("--ttl must be at least 1ms"));
+        }
+        options = options.with_ttl(ttl);
+    }
+    if args.parents {
+        let creates: Vec<_> = paths::ancestors(path)
+            .into_iter()
+            .map(|p| (p, client.create(p, "", &CreateOptions::persistent())))
+            .collect();
+        for (parent, created) in creates {
+            match created.await {
+                Ok(_) | Err(Error::NodeExists) => {}
+                Err(e) => return Err(zk_failure("create", parent, &e)),
+            }
+        }
+    }
+    let (created, stat) = client
+        .create(path, data, &options)
+        .await
+        .map_err(|e| match e {
+            Error::Unimplemented if args.ttl.is_some() => Failure::new(
+                ExitClass::Failure,
+                format!(
+                    "create {path}: {e} (TTL nodes need extendedTypesEnabled=true on the server)"
+                ),
+            ),
+            Error::NoNode if !args.parents => Failure::new(
+                ExitClass::NotFound,
+                format!("create {path}: {e} (the parent is missing; -p creates it)"),
+            ),
+            e => zk_failure("create", path, &e),
+        })?;
+    if out.json {
+        out.json(&json!({ "path": created, "stat": StatJson::from(&stat) }))?;
+    } else {
+        out.line(&created)?;
+    }
+    Ok(0)
+}
+
+/// `rm [-r] [--version N] PATH`.
+pub(super) async fn rm(
+    client: &Client,
+    path: &str,
+    recursive: bool,
+    version: Option<i32>,
+    out: Output,
+) -> Outcome {
+    let deleted = if recursive {
+        rm_tree(client, path).await?
+    } else {
+        client
+            .delete(path, version)
+            .await
+            .map_err(|e| zk_failure("rm", path, &e))?;
+        1
+    };
+    if out.json {
+        out.json(&json!({ "path": path, "deleted": deleted }))?;
+    }
+    Ok(0)
+}
+
+/// Deletes `root`'s subtree, deepest level first (each level's deletes sent back to back);
+/// lists again when a node got new children meanwhile. Returns how many nodes it deleted.
+async fn rm_tree(client: &Client, root: &str) -> Result<u64, Failure> {
+    let mut deleted = 0;
+    for _ in 0..RM_ROUNDS {
+        let levels = subtree(client, root, None).await?;
+        let mut again = false;
+        for level in levels.iter().rev() {
+            let deletes: Vec<_> = level.iter().map(|p| (p, client.delete(p, None))).collect();
+            for (node, delete) in deletes {
+                match delete.await {
+                    Ok(()) => deleted += 1,
+                    // Deleted by someone else meanwhile: gone all the same.
+                    Err(Error::NoNode) => {}
+                    Err(Error::NotEmpty) => again = true,
+                    Err(e) => return Err(zk_failure("rm", node, &e)),
+                }
+            }
+            if again {
+                break;
+            }
+        }
+        if !again {
+            return Ok(deleted);
+        }
+    }
+    Err(Failure::new(
+        ExitClass::Conflict,
+        format!("rm -r {root}: nodes kept appearing under it; gave up after {RM_ROUNDS} rounds"),
+    ))
+}
+
+/// `tree [--max-depth N] PATH`.
+pub(super) async fn tree(
+    client: &Client,
+    root: &str,
+    max_depth: Option<usize>,
+    out: Output,
+) -> Outcome {
+    // Level by level: getChildren2 gives each node's children and its own Stat.
+    let mut listed: HashMap<String, (Stat, Vec<String>)> = HashMap::new();
+    let mut level = vec![root.to_owned()];
+    let mut depth = 0;
+    while !level.is_empty() {
+        let calls: Vec<_> = level
+            .iter()
+            .map(|p| (p.clone(), client.get_children2(p)))
+            .collect();
+        let mut next = Vec::new();
+        for (node, call) in calls {
+            match call.await {
+                Ok((mut children, stat)) => {
+                    children.sort();
+                    if max_depth.is_none_or(|max| depth < max) {
+                        next.extend(children.iter().map(|c| paths::child(&node, c)));
+                    } else {
+                        children.clear();
+                    }
+                    listed.insert(node, (stat, children));
+                }
+                Err(Error::NoNode) if node != root => {}
+                Err(e) => return Err(zk_failure("tree", &node, &e)),
+            }
+        }
+        level = next;
+        depth += 1;
+    }
+    let tree = build_tree(root, &mut listed);
+    if out.json {
+        out.json(&tree)?;
+    } else {
+        out.lines(&tree_lines(&tree))?;
+    }
+    Ok(0)
+}
+
+/// The nested tree under `path` from the listings (children deleted while listing are left
+/// out).
+fn build_tree(path: &str, listed: &mut HashMap<String, (Stat, Vec<String>)>) -> TreeNode {
+    let (stat, names) = listed.remove(path).unwrap_or_default();
+    let mut children = Vec::with_capacity(names.len());
+    for name in &names {
+        let child = paths::child(path, name);
+        if listed.contains_key(&child) {
+            children.push(build_tree(&child, listed));
+        }
+    }
+    TreeNode {
+        path: path.to_owned(),
+        data_length: u64::try_from(stat.data_length).unwrap_or(0),
+        num_children: u64::try_from(stat.num_children).unwrap_or(0),
+        ephemeral: stat.ephemeral_owner != 0,
+        children,
+    }
+}
+
+/// `sync PATH`.
+pub(super) async fn sync(client: &Client, path: &str, out: Output) -> Outcome {
+    client
+        .sync(path)
+        .await
+        .map_err(|e| zk_failure("sync", path, &e))?;
+    if out.json {
+        out.json(&json!({ "path": path, "synced": true }))?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn mode(args: &[&str]) -> CreateMode {
+        let mut argv = vec!["rzk", "create"];
+        argv.extend_from_slice(args);
+        argv.push("/a");
+        let Command::Create(args) = Cli::try_parse_from(argv).expect("parse").command else {
+            panic!("not create");
+        };
+        create_mode(&args)
+    }
+
+    #[test]
+    fn flags_choose_the_create_mode() {
+        assert_eq!(mode(&[]), CreateMode::PERSISTENT);
+        assert_eq!(mode(&["-s"]), CreateMode::PERSISTENT_SEQUENTIAL);
+        assert_eq!(mode(&["-e"]), CreateMode::EPHEMERAL);
+        assert_eq!(mode(&["-e", "-s"]), CreateMode::EPHEMERAL_SEQUENTIAL);
+        assert_eq!(mode(&["-c"]), CreateMode::CONTAINER);
+        assert_eq!(mode(&["--ttl", "1m"]), CreateMode::PERSISTENT_WITH_TTL);
+        assert_eq!(
+            mode(&["-s", "--ttl", "1m"]),
+            CreateMode::PERSISTENT_SEQUENTIAL_WITH_TTL
+        );
+    }
+
+    #[test]
+    fn the_tree_leaves_out_nodes_that_went_away() {
+        let stat = |len: i32, children: i32| Stat {
+            data_length: len,
+            num_children: children,
+            ..Stat::default()
+        };
+        let mut listed = HashMap::from([
+            (
+                "/".to_owned(),
+                (stat(0, 2), vec!["a".to_owned(), "gone".to_owned()]),
+            ),
+            ("/a".to_owned(), (stat(3, 0), vec![])),
+        ]);
+        let tree = build_tree("/", &mut listed);
+        assert_eq!(tree.children.len(), 1);
+        assert_eq!(tree.children[0].path, "/a");
+        assert_eq!(tree.children[0].data_length, 3);
+    }
+}

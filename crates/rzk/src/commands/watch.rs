@@ -1,0 +1,79 @@
+//! `watch [-R] [--count N] PATH`: a persistent (recursive) watch, one line or JSON object per
+//! event, until interrupted.
+
+use zk_proto::{AddWatchMode, Client, SessionState};
+
+use super::zk_failure;
+use crate::exit::Outcome;
+use crate::output::{EventJson, Output, event_line};
+use crate::supervise::Signals;
+
+/// Streams the events of `path` (its subtree with `recursive`) until SIGINT, SIGTERM or
+/// SIGHUP (exit 0), `count` events, or the session's end (exit 6).
+pub(super) async fn watch(
+    client: &Client,
+    path: &str,
+    recursive: bool,
+    count: Option<u64>,
+    out: Output,
+) -> Outcome {
+    let mut signals = Signals::new()?;
+    let mode = if recursive {
+        AddWatchMode::PERSISTENT_RECURSIVE
+    } else {
+        AddWatchMode::PERSISTENT
+    };
+    let mut watcher = client
+        .add_watch(path, mode)
+        .await
+        .map_err(|e| zk_failure("watch", path, &e))?;
+    let mut states = client.state_watcher();
+    let mut states_open = true;
+    let mut connected = true;
+    let mut seen = 0u64;
+    if out.verbose {
+        say!(
+            "watching {path}{}",
+            if recursive { " and its subtree" } else { "" }
+        );
+    }
+    loop {
+        tokio::select! {
+            event = watcher.next() => {
+                let event = event.map_err(|e| zk_failure("watch", path, &e))?;
+                if out.json {
+                    out.json(&EventJson::from(&event))?;
+                } else {
+                    out.line(&event_line(&event))?;
+                }
+                seen += 1;
+                if count.is_some_and(|n| seen >= n) {
+                    return Ok(0);
+                }
+            }
+            _ = signals.recv() => return Ok(0),
+            changed = states.changed(), if states_open => {
+                if changed.is_err() {
+                    // The client is gone; the watcher reports why next.
+                    states_open = false;
+                    continue;
+                }
+                let now = matches!(
+                    *states.borrow_and_update(),
+                    SessionState::Connected | SessionState::ConnectedReadOnly
+                );
+                if now != connected && !states.borrow().is_terminal() {
+                    connected = now;
+                    say!(
+                        "{}",
+                        if now {
+                            "connection back, same session: watching again"
+                        } else {
+                            "connection lost: changes made until it is back are not reported"
+                        }
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Exit statuses and the error that ends a command: [`ExitClass`] (one status per class of
+//! failure), [`Failure`] (one line for stderr and its class), and the mapping of the client's
+//! and the recipes' errors to classes.
+
+use std::fmt;
+
+/// The exit statuses, as `rzk --help` and `docs/cli.md` list them. `lock`, `leader` and
+/// `barrier` exit with the status of the command they ran once it ran.
+pub(crate) const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  0    success
+  1    any other failure (the server refused for another reason, an I/O error)
+  2    usage: bad arguments, an invalid path, ACL, duration or connect string
+       (nothing was sent)
+  3    not found: the node does not exist
+  4    conflict: the node exists, has children, or is not at the version given
+  5    auth: not allowed by the node's ACL, or authentication failed
+  6    connection: no server reachable, connection lost, session expired
+  7    lost: the lock or leadership was lost while the command ran, and the
+       command was stopped
+  8    timeout: --timeout passed first, or --try found the lock held
+  126  the command could not be executed
+  127  the command was not found
+  lock, leader, barrier: the command's own status once it ran (128+N when
+  it was killed by signal N, as shells report it)";
+
+/// A class of outcome, and its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExitClass {
+    /// Any other failure.
+    Failure,
+    /// Bad arguments or input; nothing was sent.
+    Usage,
+    /// The node does not exist.
+    NotFound,
+    /// The node exists, is not empty, or has another version.
+    Conflict,
+    /// Not allowed, or authentication failed.
+    Auth,
+    /// No server, connection lost, session expired.
+    Connection,
+    /// The lock or leadership was lost while the command ran, and the command was stopped.
+    Lost,
+    /// A `--timeout` passed, or `--try` found the lock held.
+    Timeout,
+    /// The command exists but could not be executed.
+    CannotExecute,
+    /// The command was not found.
+    CommandNotFound,
+    /// Standard output was closed early (a pipe reader went away): 128 + SIGPIPE, as a
+    /// tool killed by the signal would report.
+    BrokenPipe,
+}
+
+impl ExitClass {
+    /// The exit status.
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            ExitClass::Failure => 1,
+            ExitClass::Usage => 2,
+            ExitClass::NotFound => 3,
+            ExitClass::Conflict => 4,
+            ExitClass::Auth => 5,
+            ExitClass::Connection => 6,
+            ExitClass::Lost => 7,
+            ExitClass::Timeout => 8,
+            ExitClass::CannotExecute => 126,
+            ExitClass::CommandNotFound => 127,
+            ExitClass::BrokenPipe => 128 + 13,
+        }
+    }
+
+    /// The class of a client error.
+    pub(crate) fn of_zk(error: &zk_proto::Error) -> ExitClass {
+        use zk_proto::Error as E;
+        match error {
+            E::NoNode => ExitClass::NotFound,
+            E::NodeExists | E::NotEmpty | E::BadVersion | E::NoChildrenForEphemerals => {
+                ExitClass::Conflict
+            }
+            E::NoAuth | E::AuthFailed | E::SessionClosedRequireSaslAuth => ExitClass::Auth,
+            E::InvalidPath(_)
+            | E::InvalidConnectString(_)
+            | E::InvalidArgument(_)
+            | E::InvalidAcl
+            | E::BadArguments
+            | E::PacketTooLarge { .. } => ExitClass::Usage,
+            E::ConnectionLoss
+            | E::SessionExpired
+            | E::SessionMoved
+            | E::OperationTimeout
+            | E::RequestTimeout
+            | E::Closed
+            | E::NoServerReachable { .. } => ExitClass::Connection,
+            _ => ExitClass::Failure,
+        }
+    }
+
+    /// The class of a recipe error.
+    pub(crate) fn of_recipe(error: &zk_recipes::Error) -> ExitClass {
+        match error {
+            zk_recipes::Error::Zk(e) => ExitClass::of_zk(e),
+            zk_recipes::Error::Timeout => ExitClass::Timeout,
+            zk_recipes::Error::Lost => ExitClass::Lost,
+            _ => ExitClass::Failure,
+        }
+    }
+}
+
+/// What ends a command early: the line for stderr (without the `rzk: ` prefix; empty for
+/// none) and the class of the exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// The class, hence the exit status.
+    pub(crate) class: ExitClass,
+    /// One line saying what failed; empty when nothing is to be said (a closed pipe).
+    pub(crate) message: String,
+}
+
+impl Failure {
+    /// A failure of `class` with `message`.
+    pub(crate) fn new(class: ExitClass, message: impl Into<String>) -> Failure {
+        Failure {
+            class,
+            message: message.into(),
+        }
+    }
+
+    /// Bad input: nothing was sent.
+    pub(crate) fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(ExitClass::Usage, message)
+    }
+
+    /// A client error while doing `what` (`"get /a"`).
+    pub(crate) fn zk(what: &str, error: &zk_proto::Error) -> Failure {
+        Failure::new(ExitClass::of_zk(error), format!("{what}: {error}"))
+    }
+
+    /// A recipe error while doing `what`.
+    pub(crate) fn recipe(what: &str, error: &zk_recipes::Error) -> Failure {
+        Failure::new(ExitClass::of_recipe(error), format!("{what}: {error}"))
+    }
+
+    /// An I/O error while doing `what`; a closed standard output is [`ExitClass::BrokenPipe`]
+    /// with no message.
+    pub(crate) fn io(what: &str, error: &std::io::Error) -> Failure {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::new(ExitClass::BrokenPipe, "")
+        } else {
+            Failure::new(ExitClass::Failure, format!("{what}: {error}"))
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The result of a command: an exit status, or the failure that ended it.
+pub(crate) type Outcome<T = u8> = Result<T, Failure>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zk_proto::Error as E;
+
+    #[test]
+    fn every_class_has_its_own_status() {
+        let classes = [
+            ExitClass::Failure,
+            ExitClass::Usage,
+            ExitClass::NotFound,
+            ExitClass::Conflict,
+            ExitClass::Auth,
+            ExitClass::Connection,
+            ExitClass::Lost,
+            ExitClass::Timeout,
+            ExitClass::CannotExecute,
+            ExitClass::CommandNotFound,
+            ExitClass::BrokenPipe,
+        ];
+        let mut codes: Vec<u8> = classes.iter().map(|c| c.code()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), classes.len());
+        assert!(!codes.contains(&0));
+        for class in classes {
+            let code = class.code().to_string();
+            assert!(
+                EXIT_STATUS_HELP.contains(&format!("  {code} ")) || class == ExitClass::BrokenPipe,
+                "{class:?} ({code}) is not in the help"
+            );
+        }
+    }
+
+    #[test]
+    fn client_errors_map_to_their_class() {
+        assert_eq!(ExitClass::of_zk(&E::NoNode), ExitClass::NotFound);
+        assert_eq!(ExitClass::of_zk(&E::NodeExists), ExitClass::Conflict);
+        assert_eq!(ExitClass::of_zk(&E::NotEmpty), ExitClass::Conflict);
+        assert_eq!(ExitClass::of_zk(&E::BadVersion), ExitClass::Conflict);
+        assert_eq!(ExitClass::of_zk(&E::NoAuth), ExitClass::Auth);
+        assert_eq!(ExitClass::of_zk(&E::AuthFailed), ExitClass::Auth);
+        assert_eq!(ExitClass::of_zk(&E::InvalidAcl), ExitClass::Usage);
+        assert_eq!(ExitClass::of_zk(&E::ConnectionLoss), ExitClass::Connection);
+        assert_eq!(ExitClass::of_zk(&E::SessionExpired), ExitClass::Connection);
+        assert_eq!(ExitClass::of_zk(&E::Closed), ExitClass::Connection);
+        assert_eq!(
+            ExitClass::of_zk(&E::NoServerReachable {
+                attempts: 1,
+                hosts: vec!["127.0.0.1:1".into()],
+                last_error: zk_proto::ConnectFailure::NotAttempted,
+            }),
+            ExitClass::Connection
+        );
+        assert_eq!(ExitClass::of_zk(&E::Unimplemented), ExitClass::Failure);
+    }
+
+    #[test]
+    fn recipe_errors_map_to_their_class() {
+        assert_eq!(
+            ExitClass::of_recipe(&zk_recipes::Error::Timeout),
+            ExitClass::Timeout
+        );
+        assert_eq!(
+            ExitClass::of_recipe(&zk_recipes::Error::Lost),
+            ExitClass::Lost
+        );
+        assert_eq!(
+            ExitClass::of_recipe(&zk_recipes::Error::Zk(E::NoAuth)),
+            ExitClass::Auth
+        );
+    }
+
+    #[test]
+    fn a_closed_pipe_is_silent() {
+        let failure = Failure::io(
+            "write",
+            &std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+        );
+        assert_eq!(failure.class, ExitClass::BrokenPipe);
+        assert!(failure.message.is_empty());
+        let other = Failure::io("read stdin", &std::io::Error::other("boom"));
+        assert_eq!(other.class, ExitClass::Failure);
+        assert_eq!(other.message, "read stdin: boom");
+    }
+}

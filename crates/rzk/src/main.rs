@@ -1,0 +1,36 @@
+//! `rzk`: a command-line tool for people who operate ZooKeeper. It reads, writes and watches
+//! nodes, and runs a command under a lock or while leader, on the `zk-proto` client and the
+//! `zk-recipes` recipes. `docs/cli.md` is its manual; `rzk --help` lists the commands and the
+//! exit statuses.
+//!
+//! - `cli`: the command line (clap);
+//! - `commands`: one module per family of commands, and the dispatch;
+//! - `connect`: the session from the global options;
+//! - `supervise`: running a command under a lock or leadership (a pure state machine and
+//!   its runner);
+//! - `output`: everything printed on standard output, as text or JSON;
+//! - `exit`: exit statuses and failures; `paths`, `spec`: checking and parsing the input.
+
+/// Writes one line on stderr, `rzk: ` first (a diagnostic; results go to stdout). A closed
+/// stderr is ignored: never a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "rzk: {}", format_args!($($arg)*));
+    }};
+}
+
+mod cli;
+mod commands;
+mod connect;
+mod exit;
+mod output;
+mod paths;
+mod spec;
+mod supervise;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ExitCode::from(commands::run(cli::Cli::parse_args()))
+}
