@@ -68,9 +68,10 @@ pub trait SaslMechanism: Send + fmt::Debug {
     fn step(&mut self, token: &[u8]) -> Result<SaslStep, SaslError>;
 }
 
-type Factory = dyn Fn() -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync;
+type Factory = dyn Fn(&str) -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync;
 
-/// How a session authenticates with SASL: a fresh mechanism for every connection.
+/// How a session authenticates with SASL: a fresh mechanism for every connection, made for
+/// the host of that connection.
 #[derive(Clone)]
 pub struct SaslConfig {
     name: String,
@@ -83,15 +84,19 @@ impl SaslConfig {
     /// then authenticated as `sasl:<user>`.
     pub fn digest_md5(user: impl Into<String>, password: impl Into<String>) -> Self {
         let (user, password) = (user.into(), password.into());
-        SaslConfig::custom("DIGEST-MD5", move || {
+        // DIGEST-MD5's digest URI names no host (`zookeeper/zk-sasl-md5`, as Java's client).
+        SaslConfig::custom("DIGEST-MD5", move |_host| {
             Ok(Box::new(DigestMd5::new(user.clone(), password.clone())?))
         })
     }
 
-    /// Another mechanism: `start` is called on every new connection, before the first token.
+    /// Another mechanism: `start` is called on every new connection, before the first token,
+    /// with the host of the connect-string entry being connected to (the name or address as
+    /// written there, without the port: what a mechanism that names the server, such as
+    /// Kerberos, needs).
     pub fn custom(
         name: impl Into<String>,
-        start: impl Fn() -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync + 'static,
+        start: impl Fn(&str) -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync + 'static,
     ) -> Self {
         SaslConfig {
             name: name.into(),
@@ -104,13 +109,14 @@ impl SaslConfig {
         &self.name
     }
 
-    /// A fresh run of the mechanism, for a new connection.
+    /// A fresh run of the mechanism, for a new connection to `host` (as written in the
+    /// connect string).
     ///
     /// # Errors
     ///
     /// The mechanism cannot start.
-    pub fn start(&self) -> Result<Box<dyn SaslMechanism>, SaslError> {
-        (self.factory)()
+    pub fn start(&self, host: &str) -> Result<Box<dyn SaslMechanism>, SaslError> {
+        (self.factory)(host)
     }
 }
 
