@@ -7,6 +7,8 @@
 //! - [`four_letter`]: ZooKeeper's four-letter admin commands (`ruok`, `srvr`, `mntr`, ...).
 //! - [`fault`]: fault injection on tokio: a TCP proxy that cuts, refuses, freezes, delays or
 //!   cuts right after a chosen request, and a hostile scripted server.
+//! - [`kdc`]: a local MIT Kerberos KDC on 127.0.0.1 with a throw-away realm, servers that
+//!   authenticate with Kerberos, and the runner of the Kerberos test processes.
 //! - [`java`]: small Java programs run from tests (the ZooKeeper Java client, Apache Curator).
 //! - `client` (feature `client`, which adds a dependency on `zk-proto`): the helpers the async
 //!   integration tests of the workspace share: servers started off the runtime's threads,
@@ -51,6 +53,7 @@ pub mod fault;
 mod four_letter;
 mod install;
 pub mod java;
+pub mod kdc;
 mod options;
 mod ports;
 mod process;
@@ -58,7 +61,7 @@ mod server;
 mod workdir;
 
 pub use ensemble::{Ensemble, EnsembleBuilder, EnsembleServer, QUORUM_MAIN};
-pub use error::{Error, INSTALL_HINT, Result, started};
+pub use error::{Error, INSTALL_HINT, KERBEROS_INSTALL_HINT, Result, started};
 pub use four_letter::{FOUR_LETTER_TIMEOUT, Mode, four_letter};
 pub use install::{DEBIAN_JAR_DIR, ENV_CLASSPATH, ENV_JAVA, ZkInstall};
 pub use ports::{free_port, free_ports};
