@@ -277,7 +277,8 @@ impl Realm {
         let _ = writeln!(krb5, "    dns_canonicalize_hostname = false");
         let _ = writeln!(krb5, "    rdns = false");
         let _ = writeln!(krb5, "    udp_preference_limit = 1");
-        // A KDC that is gone is noticed within a second, not after minutes.
+        // For Java (the server's login): a KDC that does not answer is given up on within
+        // seconds. MIT's library has no such settings (it gives up after about 15 s).
         let _ = writeln!(krb5, "    kdc_timeout = 1000");
         let _ = writeln!(krb5, "    max_retries = 1");
         let _ = writeln!(krb5, "[realms]");
@@ -419,6 +420,10 @@ fn spawn_ready(realm: &Realm) -> std::result::Result<Child, Retry> {
         .try_clone()
         .map_err(|e| Retry::Failed(Error::io(format!("opening {}", out.display()), e)))?;
     let pid_file = dir.join(KDC_PID_FILE);
+    // The KDC logs a bind failure to its log file ([logging] in kdc.conf), not to stderr: what
+    // this attempt logs starts here.
+    let kdc_log = dir.join("kdc.log");
+    let log_start = fs::metadata(&kdc_log).map_or(0, |m| m.len());
     let mut child = Command::new(tool("krb5kdc").map_err(Retry::Failed)?)
         // Foreground; the pid file's path names the directory, so the reaper recognizes an
         // orphaned KDC by its command line.
@@ -434,29 +439,38 @@ fn spawn_ready(realm: &Realm) -> std::result::Result<Child, Retry> {
         .spawn()
         .map_err(|e| Retry::Failed(Error::io("spawning krb5kdc", e)))?;
     let _ = fs::write(&pid_file, child.id().to_string());
-    let kill = |mut child: Child| {
-        let _ = child.kill();
-        let _ = child.wait();
+
+    // Why the KDC exited: a taken port (retried on another one) or anything else.
+    let exited = |status: std::process::ExitStatus| {
         let _ = fs::remove_file(&pid_file);
+        let mut output = fs::read_to_string(&out).unwrap_or_default();
+        let logged = fs::read(&kdc_log).unwrap_or_default();
+        let from = usize::try_from(log_start).map_or(0, |at| at.min(logged.len()));
+        output.push_str(&String::from_utf8_lossy(&logged[from..]));
+        let why = format!("krb5kdc exited with {status}: {}", output.trim());
+        if output.contains("Address already in use") {
+            Retry::PortTaken(why)
+        } else {
+            Retry::Failed(realm.tool_failed("starting krb5kdc", &why))
+        }
     };
 
     let deadline = Instant::now() + READY_TIMEOUT;
     let probe = format!("MEMORY:zk-testkit-probe-{}", std::process::id());
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            kill(child);
-            let output = fs::read_to_string(&out).unwrap_or_default();
-            let why = format!("krb5kdc exited with {status}: {}", output.trim());
-            return if output.contains("Address already in use") {
-                Err(Retry::PortTaken(why))
-            } else {
-                Err(Retry::Failed(realm.tool_failed("starting krb5kdc", &why)))
-            };
+            return Err(exited(status));
         }
+        // (A probe may wait up to krb5.conf's kdc_timeout when something else holds the port.)
         match realm.kinit_with(SERVER_PRINCIPAL, &realm.keytab(SERVER_PRINCIPAL), &probe) {
             Ok(()) => return Ok(child),
             Err(error) if Instant::now() >= deadline => {
-                kill(child);
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(exited(status));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = fs::remove_file(&pid_file);
                 return Err(Retry::Failed(error));
             }
             Err(_) => thread::sleep(POLL),
@@ -488,5 +502,48 @@ fn tail(path: &Path) -> String {
             lines[lines.len().saturating_sub(crate::process::TAIL_LINES)..].join("\n")
         }
         Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A KDC whose port is taken exits, and the start tells that apart from other failures
+    /// (and retries on another port).
+    #[test]
+    fn a_taken_port_is_told_apart_from_other_failures() {
+        let dir = WorkDir::create("kdc-test").expect("a directory");
+        let realm = Realm {
+            dir: dir.path().to_path_buf(),
+        };
+        realm.write_config(0).expect("config");
+        realm.create().expect("the realm");
+        // The TCP port is taken by a socket that is bound but does not listen: the KDC cannot
+        // bind it, and the readiness probes are refused at once (a listener that never
+        // answers, or a taken UDP port, would hold each probe for MIT's KDC timeouts).
+        let taken = rustix::net::socket(
+            rustix::net::AddressFamily::INET,
+            rustix::net::SocketType::STREAM,
+            None,
+        )
+        .expect("a socket");
+        let port = crate::free_port().expect("a free port");
+        rustix::net::bind(&taken, &std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+            .expect("bind the port");
+        realm.write_config(port).expect("config");
+        match spawn_ready(&realm) {
+            Err(Retry::PortTaken(why)) => assert!(why.contains("Address already in use"), "{why}"),
+            Err(Retry::Failed(error)) => panic!("not told apart: {error}"),
+            Ok(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the KDC started on a taken port");
+            }
+        }
+        // Started normally, it is a running KDC on a free port.
+        let kdc = Kdc::start().unwrap_or_else(|e| panic!("{e}"));
+        assert!(kdc.pid().is_some());
+        assert_ne!(kdc.port(), 0);
     }
 }
