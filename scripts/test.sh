@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: codec unit and property tests, the conformance vectors,
-# the fuzz corpus replay, and the integration tests against real ZooKeeper servers.
-# Installs Java, ZooKeeper and Apache Curator (for the lock interop test) first when they are
-# missing (Debian, apt-get).
+# the fuzz corpus replay, the integration tests against real ZooKeeper servers, and the
+# Kerberos tests (zk-proto's `kerberos` feature) against a local MIT KDC.
+# Installs Java, ZooKeeper, Apache Curator (for the lock interop test) and MIT Kerberos (KDC,
+# client tools, GSSAPI headers, libclang) first when they are missing (Debian, apt-get).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 scripts/install-curator.sh
+scripts/install-kerberos.sh
 cargo test --workspace --locked "$@"
+# The `kerberos` feature is off in the workspace run: its tests are a target of their own.
+cargo test -p zk-proto --features kerberos --locked --test kerberos

@@ -9,6 +9,11 @@ pub const INSTALL_HINT: &str = "run `scripts/install-deps.sh` (Debian: apt-get i
      default-jre-headless default-jdk-headless zookeeper), or point ZK_CLASSPATH at the \
      ZooKeeper 3.8 jars and ZK_JAVA at a java binary";
 
+/// What to do when the Kerberos tools are missing; part of every
+/// [`Error::KerberosNotInstalled`] message.
+pub const KERBEROS_INSTALL_HINT: &str = "run `scripts/install-kerberos.sh` (Debian: apt-get \
+     install -y krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkgconf)";
+
 /// Result with the kit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -21,6 +26,12 @@ pub enum Error {
     /// Java or the ZooKeeper jars were not found. The message says to run `scripts/install-deps.sh`.
     NotInstalled {
         /// What is missing, e.g. `/usr/share/java/zookeeper.jar`.
+        missing: String,
+    },
+    /// A Kerberos tool of the local KDC ([`Kdc`](crate::kdc::Kdc)) was not found. The message
+    /// says to run `scripts/install-kerberos.sh`.
+    KerberosNotInstalled {
+        /// The missing tool, e.g. `krb5kdc`.
         missing: String,
     },
     /// An I/O operation of the kit failed (directories, configuration files, spawning `java`).
@@ -63,7 +74,9 @@ pub enum Error {
 pub fn started<T>(result: Result<T>) -> T {
     match result {
         Ok(value) => value,
-        Err(e @ Error::NotInstalled { .. }) => panic!("{e}"),
+        Err(e @ (Error::NotInstalled { .. } | Error::KerberosNotInstalled { .. })) => {
+            panic!("{e}")
+        }
         Err(e) => panic!("start ZooKeeper: {e}"),
     }
 }
@@ -84,6 +97,12 @@ impl fmt::Display for Error {
                 write!(
                     f,
                     "ZooKeeper test servers unavailable: {missing}; {INSTALL_HINT}"
+                )
+            }
+            Error::KerberosNotInstalled { missing } => {
+                write!(
+                    f,
+                    "Kerberos test KDC unavailable: {missing} not found; {KERBEROS_INSTALL_HINT}"
                 )
             }
             Error::Io { context, source } => write!(f, "{context}: {source}"),

@@ -2,10 +2,11 @@
 //!
 //! Every server (or ensemble) gets a fresh directory under `<base>/zk-testkit/`, where `<base>` is
 //! `$ZK_TESTKIT_DIR`, else `/dev/shm` when it is a writable directory, else the system temp dir.
-//! The directory holds an `owner.pid` file (the test process) and, per JVM, a `java.pid` file.
-//! When a test process is killed (e.g. by a harness timeout) its `Drop`s never run; the next
-//! process using the kit kills the orphaned JVMs (after checking that their command line names
-//! the directory) and removes such directories.
+//! The directory holds an `owner.pid` file (the test process) and, per JVM, a `java.pid` file
+//! (a KDC's directory: a `kdc.pid` file). When a test process is killed (e.g. by a harness
+//! timeout) its `Drop`s never run; the next process using the kit kills the orphaned JVMs and
+//! KDCs (after checking that their command line names the directory) and removes such
+//! directories.
 
 use std::env;
 use std::fs;
@@ -27,6 +28,8 @@ pub const ENV_KEEP: &str = "ZK_TESTKIT_KEEP_DIRS";
 
 const OWNER_FILE: &str = "owner.pid";
 pub(crate) const JAVA_PID_FILE: &str = "java.pid";
+/// The pid of a KDC ([`Kdc`](crate::kdc::Kdc)); reaped like a JVM.
+pub(crate) const KDC_PID_FILE: &str = "kdc.pid";
 
 /// The directory under which the kit creates its server directories.
 pub fn base_dir() -> PathBuf {
@@ -107,9 +110,9 @@ fn process_alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
 }
 
-/// Kills the JVMs of test processes that died without cleaning up (their `Drop`s never ran)
-/// and removes their directories under [`base_dir`]. A JVM is killed only when its command line
-/// names the directory. Best effort; the kit calls it once per process before the first start.
+/// Kills the JVMs (and KDCs) of test processes that died without cleaning up (their `Drop`s
+/// never ran) and removes their directories under [`base_dir`]. A process is killed only when
+/// its command line names the directory. Best effort; the kit calls it once per process before the first start.
 pub fn reap_orphans() {
     reap_orphans_in(&base_dir());
 }
@@ -150,8 +153,10 @@ fn read_pid(path: &Path) -> Option<u32> {
 }
 
 fn collect_java_pids(dir: &Path, depth: u32, out: &mut Vec<u32>) {
-    if let Some(pid) = read_pid(&dir.join(JAVA_PID_FILE)) {
-        out.push(pid);
+    for file in [JAVA_PID_FILE, KDC_PID_FILE] {
+        if let Some(pid) = read_pid(&dir.join(file)) {
+            out.push(pid);
+        }
     }
     if depth == 0 {
         return;

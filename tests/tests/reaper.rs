@@ -1,4 +1,4 @@
-//! Clean-up after test processes that were killed: their JVMs are killed and their
+//! Clean-up after test processes that were killed: their JVMs (and KDCs) are killed and their
 //! directories removed, but nothing that belongs to a live process.
 
 use std::fs;
@@ -46,6 +46,17 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
     )
     .unwrap();
 
+    // An "orphaned KDC" (zk_testkit::kdc), recorded in a `kdc.pid` file.
+    let mut orphan_kdc = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do sleep 0.1; done",
+            orphan_dir.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    fs::write(orphan_dir.join("kdc.pid"), orphan_kdc.id().to_string()).unwrap();
+
     // A process recorded in a dead owner's directory whose command line does not name it.
     let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
     fs::write(orphan_dir.join("java.pid"), bystander.id().to_string()).unwrap();
@@ -71,6 +82,7 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
             let cmdline = fs::read(format!("/proc/{}/cmdline", orphan.id()))
                 .map(|c| String::from_utf8_lossy(&c).replace('\0', " "));
             let _ = orphan.kill();
+            let _ = orphan_kdc.kill();
             let _ = bystander.kill();
             panic!(
                 "the orphan was not killed (its directory {} exists: {}; its command line: \
@@ -85,6 +97,23 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
         status.signal(),
         Some(9),
         "the orphan was SIGKILLed: {status}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kdc_status = loop {
+        if let Some(status) = orphan_kdc.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = orphan_kdc.kill();
+            let _ = bystander.kill();
+            panic!("the orphaned KDC was not killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        kdc_status.signal(),
+        Some(9),
+        "the orphaned KDC was SIGKILLed: {kdc_status}"
     );
     assert!(!orphan_dir.exists());
     assert!(

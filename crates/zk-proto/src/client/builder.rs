@@ -185,6 +185,14 @@ impl ClientBuilder {
         self
     }
 
+    /// SASL with Kerberos (GSSAPI) ([`SaslConfig::kerberos`], cargo feature `kerberos`): a
+    /// ticket for `<service>@<host>` from the credentials the system's GSSAPI library finds.
+    #[cfg(feature = "kerberos")]
+    #[must_use]
+    pub fn sasl_kerberos(self, options: crate::sasl::KerberosOptions) -> Self {
+        self.sasl(SaslConfig::kerberos(options))
+    }
+
     /// Connects: spawns the connection task on the current tokio runtime and waits until a
     /// session is established.
     ///

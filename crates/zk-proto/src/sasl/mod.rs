@@ -7,15 +7,20 @@
 //! connection (`sasl:<user>`), so ACLs with `sasl` ids apply and `who_am_i` reports it; on a
 //! failure the server answers `AuthFailed` and closes the connection.
 //!
-//! [`SaslConfig::digest_md5`] is built in ([`DigestMd5`]). Other mechanisms plug in with
-//! [`SaslConfig::custom`].
+//! [`SaslConfig::digest_md5`] is built in ([`DigestMd5`]); with the cargo feature `kerberos`,
+//! so is `SaslConfig::kerberos` (`Gssapi`, Kerberos V5 through the system's GSSAPI library;
+//! see docs/security-kerberos.md). Other mechanisms plug in with [`SaslConfig::custom`].
 
 mod digest_md5;
+#[cfg(feature = "kerberos")]
+mod gssapi;
 
 use std::fmt;
 use std::sync::Arc;
 
 pub use digest_md5::DigestMd5;
+#[cfg(feature = "kerberos")]
+pub use gssapi::{DEFAULT_SERVICE, Gssapi, KerberosOptions};
 
 /// Why a SASL exchange failed on the client's side.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +41,20 @@ pub enum SaslError {
     /// own (for example, no credentials).
     #[error("SASL mechanism failed: {0}")]
     Mechanism(String),
+    /// The system's GSSAPI library (Kerberos, feature `kerberos`) failed: what was being
+    /// done, the library's major and minor status codes, and their messages (e.g. "No
+    /// Kerberos credentials available", "Server not found in Kerberos database").
+    #[error("GSSAPI failed {operation}: {message} (major {major:#x}, minor {minor})")]
+    Gssapi {
+        /// What the mechanism was doing, e.g. "acquiring the client's Kerberos credentials".
+        operation: String,
+        /// The GSSAPI major status code.
+        major: u32,
+        /// The mechanism's (Kerberos') minor status code.
+        minor: u32,
+        /// The library's messages for both codes.
+        message: String,
+    },
 }
 
 /// What a mechanism does after a server token.
@@ -68,9 +87,10 @@ pub trait SaslMechanism: Send + fmt::Debug {
     fn step(&mut self, token: &[u8]) -> Result<SaslStep, SaslError>;
 }
 
-type Factory = dyn Fn() -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync;
+type Factory = dyn Fn(&str) -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync;
 
-/// How a session authenticates with SASL: a fresh mechanism for every connection.
+/// How a session authenticates with SASL: a fresh mechanism for every connection, made for
+/// the host of that connection.
 #[derive(Clone)]
 pub struct SaslConfig {
     name: String,
@@ -83,15 +103,32 @@ impl SaslConfig {
     /// then authenticated as `sasl:<user>`.
     pub fn digest_md5(user: impl Into<String>, password: impl Into<String>) -> Self {
         let (user, password) = (user.into(), password.into());
-        SaslConfig::custom("DIGEST-MD5", move || {
+        // DIGEST-MD5's digest URI names no host (`zookeeper/zk-sasl-md5`, as Java's client).
+        SaslConfig::custom("DIGEST-MD5", move |_host| {
             Ok(Box::new(DigestMd5::new(user.clone(), password.clone())?))
         })
     }
 
-    /// Another mechanism: `start` is called on every new connection, before the first token.
+    /// Kerberos V5 (the SASL mechanism `GSSAPI`, RFC 4752) through the system's GSSAPI
+    /// library, with the credentials the library finds (the credential cache, or the client
+    /// keytab) for `options.principal`, and a ticket for `<service>@<host>` (`zookeeper@` the
+    /// host of each connection by default). The server's `SASLAuthenticationProvider` then
+    /// authenticates the session as `sasl:<principal>` (ZooKeeper's server may shorten it:
+    /// docs/security-kerberos.md).
+    #[cfg(feature = "kerberos")]
+    pub fn kerberos(options: KerberosOptions) -> Self {
+        SaslConfig::custom("GSSAPI", move |host| {
+            Ok(Box::new(Gssapi::new(&options, host)?))
+        })
+    }
+
+    /// Another mechanism: `start` is called on every new connection, before the first token,
+    /// with the host of the connect-string entry being connected to (the name or address as
+    /// written there, without the port: what a mechanism that names the server, such as
+    /// Kerberos, needs).
     pub fn custom(
         name: impl Into<String>,
-        start: impl Fn() -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync + 'static,
+        start: impl Fn(&str) -> Result<Box<dyn SaslMechanism>, SaslError> + Send + Sync + 'static,
     ) -> Self {
         SaslConfig {
             name: name.into(),
@@ -104,13 +141,14 @@ impl SaslConfig {
         &self.name
     }
 
-    /// A fresh run of the mechanism, for a new connection.
+    /// A fresh run of the mechanism, for a new connection to `host` (as written in the
+    /// connect string).
     ///
     /// # Errors
     ///
     /// The mechanism cannot start.
-    pub fn start(&self) -> Result<Box<dyn SaslMechanism>, SaslError> {
-        (self.factory)()
+    pub fn start(&self, host: &str) -> Result<Box<dyn SaslMechanism>, SaslError> {
+        (self.factory)(host)
     }
 }
 

@@ -30,8 +30,13 @@ impl Session {
         let Some(config) = &self.config.sasl else {
             return false;
         };
+        // The host of this connection (scripted tests may connect without one handed out).
+        let host = self
+            .current_host()
+            .and_then(|index| self.hosts().get(index))
+            .map_or("", |addr| addr.host.as_str());
         let started = config
-            .start()
+            .start(host)
             .and_then(|mut mechanism| Ok((mechanism.initial_token()?, mechanism)));
         match started {
             Ok((token, mechanism)) => {

@@ -34,7 +34,7 @@ impl SaslMechanism for Scripted {
 
 fn sasl_config() -> SessionConfig {
     SessionConfig {
-        sasl: Some(SaslConfig::custom("SCRIPTED", || Ok(Box::new(Scripted)))),
+        sasl: Some(SaslConfig::custom("SCRIPTED", |_| Ok(Box::new(Scripted)))),
         ..config()
     }
 }
@@ -172,4 +172,40 @@ fn a_connection_lost_mid_exchange_starts_it_over_on_the_next_connection() {
     let sent = h.sent();
     h.server_says(sasl_reply(sent[0].0.xid, b"welcome"));
     assert_eq!(h.session.state(), SessionState::Connected);
+}
+
+#[test]
+fn each_connection_gets_a_mechanism_made_for_its_host() {
+    let hosts = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = hosts.clone();
+    let mut h = Harness::new(SessionConfig {
+        hosts: vec![
+            crate::connect_string::HostAddr::new("zk1.example", 2181),
+            crate::connect_string::HostAddr::new("::1", 2182),
+        ],
+        shuffle_hosts: false,
+        sasl: Some(SaslConfig::custom("SCRIPTED", move |host: &str| {
+            seen.lock().expect("not poisoned").push(host.to_owned());
+            Ok(Box::new(Scripted))
+        })),
+        ..config()
+    });
+    for (session_id, expected) in [(0x55, "zk1.example"), (0x55, "::1")] {
+        // Dial the next host when the backoff allows it.
+        while h.session.poll_connect(h.now).is_none() {
+            let at = h.session.poll_timeout().expect("a reconnect timer");
+            h.advance(at - h.now);
+        }
+        h.establish(session_id, 30_000);
+        assert_eq!(
+            hosts
+                .lock()
+                .expect("not poisoned")
+                .last()
+                .map(String::as_str),
+            Some(expected)
+        );
+        h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    }
+    assert_eq!(hosts.lock().expect("not poisoned").len(), 2);
 }
