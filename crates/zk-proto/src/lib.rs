@@ -32,6 +32,7 @@ pub mod acl;
 mod client;
 pub mod connect_string;
 mod driver;
+pub mod ensemble_config;
 mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]

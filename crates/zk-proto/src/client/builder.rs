@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Client, Shared};
@@ -33,6 +34,9 @@ pub struct ClientBuilder {
     sasl: Option<SaslConfig>,
     #[cfg(feature = "tls")]
     tls: Option<TlsOptions>,
+    /// `None`: on over plaintext, off over TLS.
+    follow_ensemble: Option<bool>,
+    resume: Option<(i64, Bytes)>,
 }
 
 impl Default for ClientBuilder {
@@ -54,6 +58,8 @@ impl Default for ClientBuilder {
             sasl: None,
             #[cfg(feature = "tls")]
             tls: None,
+            follow_ensemble: None,
+            resume: None,
         }
     }
 }
@@ -149,6 +155,30 @@ impl ClientBuilder {
     #[must_use]
     pub fn watch_capacity(mut self, capacity: usize) -> Self {
         self.watch_capacity = capacity.max(1);
+        self
+    }
+
+    /// Follows the ensemble's configuration (on by default over plaintext; off over TLS,
+    /// whose port the configuration does not list): the client watches
+    /// `/zookeeper/config` and applies every new list of servers with
+    /// [`Client::update_hosts`], keeping the chroot. Nothing happens on servers without
+    /// dynamic reconfiguration (before 3.5, or with no member lines in the configuration).
+    /// Turn it off when the servers' configured client addresses are not the ones this
+    /// client must dial (a proxy, a NAT, a TLS port other than the client port).
+    #[must_use]
+    pub fn follow_ensemble(mut self, follow: bool) -> Self {
+        self.follow_ensemble = Some(follow);
+        self
+    }
+
+    /// Attaches to an existing session instead of starting a new one: its id and password
+    /// ([`Client::session_id`], [`Client::session_password`]), handed over by the process
+    /// that owns it. The server then serves the session to this client; the previous owner's
+    /// connection is closed by the server. A wrong password or a session that expired ends
+    /// `connect` with [`Error::SessionExpired`].
+    #[must_use]
+    pub fn resume(mut self, session_id: i64, password: impl Into<Bytes>) -> Self {
+        self.resume = Some((session_id, password.into()));
         self
     }
 
@@ -252,6 +282,7 @@ impl ClientBuilder {
     async fn connect_over(self, connect_string: &str, dialer: Option<Dialer>) -> Result<Client> {
         let parsed: ConnectString = connect_string.parse()?;
         let transport = self.transport(&parsed)?;
+        let follow_ensemble = self.follow_ensemble.unwrap_or(!transport.is_tls());
         let dialer = dialer.unwrap_or_else(|| transport.dialer());
         let (hosts, chroot) = parsed.into_parts();
         let session = Session::new(SessionConfig {
@@ -268,13 +299,16 @@ impl ClientBuilder {
             connect_timeout: self.connect_timeout.unwrap_or(Some(self.session_timeout)),
             close_timeout: self.close_timeout,
             sasl: self.sasl,
+            resume: self.resume,
             ..SessionConfig::default()
         });
         let (tx, commands) = mpsc::unbounded_channel();
         let (published_tx, published) = watch::channel(Published {
             state: SessionState::Connecting,
             session_id: 0,
+            password: Bytes::new(),
             negotiated_timeout: None,
+            hosts: Arc::from(Vec::new()),
         });
         let (states_tx, states) = watch::channel(SessionState::Connecting);
         let (first_tx, first_rx) = oneshot::channel();
@@ -301,6 +335,9 @@ impl ClientBuilder {
             request_timeout: self.request_timeout,
         };
         first_rx.await.unwrap_or(Err(Error::Closed))?;
+        if follow_ensemble {
+            super::follow::spawn(&client);
+        }
         Ok(client)
     }
 }

@@ -31,6 +31,7 @@ use tokio_util::codec::FramedRead;
 
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error};
+use crate::path::Chroot;
 use crate::read_only;
 use crate::session::{Op, RequestId, Session, SessionEvent, SessionState, WatchedEvent};
 use crate::transport::Transport;
@@ -64,15 +65,29 @@ pub(crate) enum Command {
     Close {
         reply: oneshot::Sender<ReplyResult>,
     },
+    /// Leave the session without closing it ([`Session::detach`]).
+    Detach {
+        reply: oneshot::Sender<()>,
+    },
+    /// A new host list ([`Session::update_hosts`]); the reply says whether the session moves.
+    UpdateHosts {
+        hosts: Vec<HostAddr>,
+        chroot: Chroot,
+        reply: oneshot::Sender<Result<bool, Error>>,
+    },
     /// A persistent watcher was dropped: forget the watches whose consumer is gone.
     WatcherDropped,
 }
 
 /// What the driver publishes for the handles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Published {
     pub(crate) state: SessionState,
     pub(crate) session_id: i64,
+    /// The session's password (for [`Client::session_password`](crate::Client)).
+    pub(crate) password: Bytes,
+    /// The servers the session may use (for [`Client::hosts`](crate::Client)).
+    pub(crate) hosts: Arc<[HostAddr]>,
     pub(crate) negotiated_timeout: Option<Duration>,
 }
 
@@ -390,19 +405,32 @@ impl Driver {
 
     /// Tells the handles the session's state, id and timeout (if they changed).
     fn publish(&self) {
-        let published = Published {
-            state: self.session.state(),
-            session_id: self.session.session_id(),
-            negotiated_timeout: self.session.negotiated_timeout(),
-        };
+        let state = self.session.state();
         self.published.send_if_modified(|current| {
-            let changed = *current != published;
-            *current = published;
+            let hosts = self.session.hosts();
+            let changed = current.state != state
+                || current.session_id != self.session.session_id()
+                || current.password != *self.session.password()
+                || current.negotiated_timeout != self.session.negotiated_timeout()
+                || *current.hosts != *hosts;
+            if changed {
+                *current = Published {
+                    state,
+                    session_id: self.session.session_id(),
+                    password: self.session.password().clone(),
+                    negotiated_timeout: self.session.negotiated_timeout(),
+                    // A new list only when it changed: no allocation on every turn.
+                    hosts: if *current.hosts == *hosts {
+                        current.hosts.clone()
+                    } else {
+                        hosts.into()
+                    },
+                };
+            }
             changed
         });
-        self.states.send_if_modified(|current| {
-            std::mem::replace(current, published.state) != published.state
-        });
+        self.states
+            .send_if_modified(|current| std::mem::replace(current, state) != state);
     }
 
     fn handle_command(&mut self, command: Command) {
@@ -439,6 +467,17 @@ impl Driver {
             Command::Close { reply } => {
                 let id = self.session.close(now);
                 self.replies.insert(id, reply);
+            }
+            Command::Detach { reply } => {
+                self.session.detach();
+                let _ = reply.send(());
+            }
+            Command::UpdateHosts {
+                hosts,
+                chroot,
+                reply,
+            } => {
+                let _ = reply.send(self.session.update_hosts(now, hosts, &chroot));
             }
             Command::WatcherDropped => {
                 let gone: Vec<RequestId> = self

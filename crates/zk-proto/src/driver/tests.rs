@@ -13,6 +13,8 @@ fn driver(hosts: u16) -> Driver {
     let (published, _) = watch::channel(Published {
         state: SessionState::Connecting,
         session_id: 0,
+        password: Bytes::new(),
+        hosts: Arc::from(Vec::new()),
         negotiated_timeout: None,
     });
     let (states, _) = watch::channel(SessionState::Connecting);
@@ -74,7 +76,7 @@ fn the_session_is_published_before_connect_returns() {
         d.dispatch(event);
         if first.try_recv().is_ok() {
             // The moment `connect` may return, the handle already sees the session.
-            let published = *d.published.borrow();
+            let published = d.published.borrow().clone();
             assert_eq!(published.session_id, 0x55);
             assert_eq!(published.state, SessionState::Connected);
             assert_eq!(published.negotiated_timeout, Some(Duration::from_secs(30)));

@@ -255,6 +255,7 @@ fn read_config(input: &mut Input<'_>) -> SessionConfig {
         close_timeout: if b & 64 != 0 { ms(100) } else { ms(2_000) },
         // The SASL exchange is not in the fuzzed model yet (session/tests.rs scripts it).
         sasl: None,
+        resume: None,
         backoff: if b & 128 != 0 {
             (Duration::ZERO, Duration::ZERO)
         } else {

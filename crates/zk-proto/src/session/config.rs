@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use super::{DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF};
 use crate::connect_string::HostAddr;
 use crate::path::Chroot;
@@ -42,6 +44,8 @@ pub struct SessionConfig {
     pub set_watches_max_bytes: usize,
     /// SASL authentication, run on every new connection before any other request.
     pub sasl: Option<SaslConfig>,
+    /// An existing session to attach to (its id and password) instead of a new one.
+    pub resume: Option<(i64, Bytes)>,
 }
 
 impl Default for SessionConfig {
@@ -61,6 +65,7 @@ impl Default for SessionConfig {
             close_timeout: Duration::from_secs(2),
             set_watches_max_bytes: 128 * 1024,
             sasl: None,
+            resume: None,
         }
     }
 }

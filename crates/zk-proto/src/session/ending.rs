@@ -45,6 +45,14 @@ impl Session {
         id
     }
 
+    /// Leaves the session without closing it (for another process to resume it): the
+    /// connection is dropped with nothing more sent, every request and watch ends with
+    /// [`Error::Closed`], and the state is [`SessionState::Closed`]. The server keeps the
+    /// session, and its ephemeral nodes, until it is resumed or expires.
+    pub fn detach(&mut self) {
+        self.terminate(SessionState::Closed, Error::Closed);
+    }
+
     pub(super) fn finish_close(&mut self) {
         let closer = self.closing.take().map(|(id, _)| id);
         self.terminate_except(SessionState::Closed, Error::Closed, closer);

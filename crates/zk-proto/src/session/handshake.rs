@@ -12,6 +12,7 @@ use super::watch::SetWatchesBatch;
 use super::{Link, Outgoing, RequestId, Session, SessionEvent, SessionState, Timing, duration_ms};
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
+use crate::path::Chroot;
 use jute::codes::xid as reserved;
 
 impl Session {
@@ -142,6 +143,80 @@ impl Session {
                 *retry_at = None;
             }
         }
+    }
+
+    /// Replaces the host list while the session runs (a new connect string, or the
+    /// ensemble's new configuration). When the current server left the list, or when the
+    /// list grew and the rebalancing draw says so (see [`HostList::update`](super::HostList::update)), the connection
+    /// is dropped ([`SessionEvent::DropConnection`]; requests in flight fail with
+    /// ConnectionLoss, as on any move) and the session resumes at once on a host the
+    /// rebalancing picks. Returns whether the session moves.
+    ///
+    /// `chroot`: the connect string's chroot, which must be none or the session's own.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty list or another chroot (nothing changes then).
+    pub fn update_hosts(
+        &mut self,
+        now: Instant,
+        hosts: Vec<HostAddr>,
+        chroot: &Chroot,
+    ) -> Result<bool, Error> {
+        if !chroot.is_none() && *chroot != self.config.chroot {
+            return Err(Error::InvalidArgument(format!(
+                "the chroot of a session cannot change (it is {:?})",
+                self.config.chroot.as_str().unwrap_or("/")
+            )));
+        }
+        let old = self.hosts.hosts();
+        let current = match self.link {
+            Link::Down { .. } => None,
+            Link::Dialing { .. } | Link::Handshaking { .. } | Link::Up { .. } => {
+                self.current_host.and_then(|i| old.get(i)).cloned()
+            }
+        };
+        // Host indices are kept by host, into the new list.
+        let by_host = |indices: &std::collections::BTreeSet<usize>| -> Vec<HostAddr> {
+            indices
+                .iter()
+                .filter_map(|&i| old.get(i).cloned())
+                .collect()
+        };
+        let tried = by_host(&self.tried);
+        let refused = by_host(&self.permanent_failures);
+        let moving = self
+            .hosts
+            .update(hosts, current.as_ref(), &mut self.rng)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        // Indices into the new list.
+        let new = self.hosts.hosts();
+        self.current_host = current.and_then(|c| new.iter().position(|h| *h == c));
+        let indices = |hosts: &[HostAddr]| {
+            hosts
+                .iter()
+                .filter_map(|t| new.iter().position(|h| h == t))
+                .collect()
+        };
+        self.tried = indices(&tried);
+        self.permanent_failures = indices(&refused);
+        self.config.hosts = new.to_vec();
+        self.timing = Timing::new(
+            self.negotiated.unwrap_or(self.config.session_timeout),
+            self.config.hosts.len(),
+        );
+        tracing::info!(hosts = self.config.hosts.len(), moving, "new host list");
+        if moving {
+            match self.link {
+                Link::Up { .. } | Link::Handshaking { .. } => {
+                    self.lose_connection(now, Error::ConnectionLoss, true);
+                }
+                // The attempt in progress is abandoned (the driver drops it).
+                Link::Dialing { .. } | Link::Down { .. } => {}
+            }
+            self.link = Link::Down { retry_at: None };
+        }
+        Ok(moving)
     }
 
     pub(super) fn auth_frame(&self, index: usize) -> Bytes {

@@ -9,6 +9,7 @@ mod config;
 mod ending;
 mod handshake;
 mod inbound;
+mod rebalance;
 mod reconnect;
 mod request;
 mod sasl;
@@ -17,6 +18,8 @@ mod timing;
 mod watch;
 mod xid;
 
+#[cfg(test)]
+mod hosts_tests;
 #[cfg(test)]
 mod sasl_tests;
 #[cfg(test)]
@@ -233,15 +236,18 @@ impl Session {
         let hosts = HostList::new(config.hosts.clone(), config.shuffle_hosts, &mut rng)
             .unwrap_or_else(|_| unreachable!("the host list was made non-empty above"));
         let backoff = Backoff::new(config.backoff.0, config.backoff.1);
+        let resume = config.resume.take();
+        let resumed = resume.is_some();
         Self {
             config,
             timing,
             state: SessionState::Connecting,
             link: Link::Down { retry_at: None },
-            session_id: 0,
-            passwd: Bytes::from_static(&[0; 16]),
+            session_id: resume.as_ref().map_or(0, |(id, _)| *id),
+            passwd: resume.map_or_else(|| Bytes::from_static(&[0; 16]), |(_, p)| p),
             negotiated: None,
-            seen_rw_server: false,
+            // A resumed session was served by a read/write server: ask for it by id.
+            seen_rw_server: resumed,
             established: false,
             last_zxid: 0,
             last_answered_send: None,

@@ -5,8 +5,10 @@
 //! from the list when it wants a connection, tells the backoff how each attempt ended, and arms
 //! a timer for the delay. The driver only dials the host it is handed.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::rebalance;
 use crate::connect_string::{ConnectStringError, HostAddr};
 
 /// The round-robin host rotation.
@@ -28,6 +30,11 @@ pub struct HostList {
     current: Option<usize>,
     /// Index of the last host marked connected.
     last_connected: Option<usize>,
+    /// Visit the hosts in a random order.
+    shuffle: bool,
+    /// After a new list that moves the session: the hosts to try first, in order (see
+    /// [`HostList::update`]); cleared once a host accepts the session.
+    moving: VecDeque<usize>,
 }
 
 impl HostList {
@@ -52,7 +59,48 @@ impl HostList {
             cursor: 0,
             current: None,
             last_connected: None,
+            shuffle,
+            moving: VecDeque::new(),
         })
+    }
+
+    /// Replaces the hosts (shuffled if the list was), for a session connected to `current`
+    /// (`None`: not connected). Returns whether the session must move now; the hosts to move
+    /// to are then handed out first. See the rebalancing rule in `rebalance.rs`: a session
+    /// whose server left the list always moves, and one whose server stays moves with the
+    /// probability that evens the load across a grown list.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectStringError::NoHosts`] if `hosts` is empty (the list is left as it was).
+    pub fn update(
+        &mut self,
+        mut hosts: Vec<HostAddr>,
+        current: Option<&HostAddr>,
+        rng: &mut fastrand::Rng,
+    ) -> Result<bool, ConnectStringError> {
+        if hosts.is_empty() {
+            return Err(ConnectStringError::NoHosts);
+        }
+        if self.shuffle {
+            rng.shuffle(&mut hosts);
+        }
+        let plan = rebalance::plan(&self.hosts, &hosts, current, rng);
+        let position =
+            |host: Option<&HostAddr>| host.and_then(|h| hosts.iter().position(|x| x == h));
+        let current_index = position(current);
+        let last_connected = position(self.last_connected());
+        self.moving = match plan {
+            Some(mut to) => std::iter::from_fn(|| to.next(rng)).collect(),
+            None => VecDeque::new(),
+        };
+        self.current = current_index;
+        self.last_connected = last_connected;
+        self.cursor = current_index
+            .or(last_connected)
+            .map_or(0, |index| (index + 1) % hosts.len());
+        self.hosts = hosts;
+        Ok(!self.moving.is_empty())
     }
 
     /// The hosts, in visiting order (after the shuffle); never empty.
@@ -63,6 +111,11 @@ impl HostList {
     /// The next host to dial and its index in [`HostList::hosts`].
     #[allow(clippy::should_implement_trait)] // Endless, and lends the host: not an Iterator.
     pub fn next(&mut self) -> (usize, &HostAddr) {
+        if let Some(index) = self.moving.pop_front() {
+            self.current = Some(index);
+            self.cursor = (index + 1) % self.hosts.len();
+            return (index, &self.hosts[index]);
+        }
         let index = self.cursor % self.hosts.len();
         self.cursor = (index + 1) % self.hosts.len();
         self.current = Some(index);
@@ -72,6 +125,7 @@ impl HostList {
     /// Makes host `index` the next one handed out (a read/write server found while
     /// read-only). Out-of-range indices are ignored.
     pub fn prefer(&mut self, index: usize) {
+        self.moving.clear();
         if index < self.hosts.len() {
             self.cursor = index;
         }
@@ -81,6 +135,7 @@ impl HostList {
     /// session handshake succeeded): the next cycle starts after it. Does nothing if `next` was
     /// never called.
     pub fn mark_connected(&mut self) {
+        self.moving.clear();
         if let Some(index) = self.current {
             self.last_connected = Some(index);
             self.cursor = (index + 1) % self.hosts.len();
@@ -233,6 +288,52 @@ mod tests {
 
     fn order(list: &mut HostList, n: usize) -> Vec<usize> {
         (0..n).map(|_| list.next().0).collect()
+    }
+
+    #[test]
+    fn a_new_list_without_the_current_host_moves_to_an_added_host_first() {
+        let mut list = HostList::new(addrs(3), false, &mut rng(1)).expect("hosts");
+        let (_, current) = list.next();
+        let current = current.clone();
+        list.mark_connected();
+        let new = vec![
+            addrs(3)[1].clone(),
+            addrs(3)[2].clone(),
+            addrs(4)[3].clone(),
+        ];
+        assert_eq!(
+            list.update(new.clone(), Some(&current), &mut rng(2)),
+            Ok(true)
+        );
+        assert_eq!(list.hosts(), new);
+        assert_eq!(list.next().1, &addrs(4)[3], "the added host first");
+        // Then the rotation, over the new list only.
+        let mut seen: Vec<HostAddr> = (0..3).map(|_| list.next().1.clone()).collect();
+        seen.sort_by(|a, b| a.host.cmp(&b.host));
+        assert_eq!(seen, new);
+    }
+
+    #[test]
+    fn a_new_list_that_keeps_the_current_host_and_does_not_grow_keeps_the_session_there() {
+        let mut list = HostList::new(addrs(3), false, &mut rng(1)).expect("hosts");
+        let (_, current) = list.next();
+        let current = current.clone();
+        list.mark_connected();
+        let new = vec![addrs(3)[0].clone(), addrs(3)[1].clone()];
+        assert_eq!(list.update(new, Some(&current), &mut rng(3)), Ok(false));
+        // The next cycle starts after the current host, as after any connection.
+        assert_eq!(list.next().1, &addrs(3)[1]);
+        assert_eq!(list.last_connected(), Some(&current));
+    }
+
+    #[test]
+    fn an_empty_new_list_is_refused_and_changes_nothing() {
+        let mut list = HostList::new(addrs(2), false, &mut rng(1)).expect("hosts");
+        assert_eq!(
+            list.update(Vec::new(), None, &mut rng(1)),
+            Err(ConnectStringError::NoHosts)
+        );
+        assert_eq!(list.hosts(), addrs(2));
     }
 
     #[test]

@@ -4,6 +4,7 @@ use bytes::Bytes;
 use jute::*;
 
 use crate::acl::{Acl, to_wire};
+use crate::ensemble_config::CONFIG_NODE;
 
 use super::watch::WatchKind;
 use crate::error::Error;
@@ -225,6 +226,12 @@ pub enum Op {
     },
     /// reconfig.
     Reconfig(ReconfigRequest),
+    /// getData of `/zookeeper/config`, the ensemble's configuration, outside any chroot (as
+    /// the Java client's `getConfig`), optionally leaving a data watch.
+    GetConfig {
+        /// Leave a watch.
+        watch: bool,
+    },
     /// whoAmI.
     WhoAmI,
 }
@@ -589,6 +596,17 @@ impl Op {
                 .to_bytes(),
             ),
             Op::Reconfig(request) => (OpCode::RECONFIG, request.to_bytes()),
+            Op::GetConfig { watch } => {
+                let path = CONFIG_NODE.to_owned();
+                if watch {
+                    after = AfterReply::Watch(path.clone(), WatchKind::Data);
+                }
+                let body = GetDataRequest {
+                    path: Some(path),
+                    watch,
+                };
+                (OpCode::GET_DATA, body.to_bytes())
+            }
             Op::WhoAmI => (OpCode::WHO_AM_I, Bytes::new()),
         };
         Ok(Encoded {

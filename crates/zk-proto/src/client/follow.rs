@@ -1,0 +1,94 @@
+//! Following the ensemble's configuration: a task that watches `/zookeeper/config` and hands
+//! every new list of servers to the session (`Client::update_hosts`), as Curator's
+//! `EnsembleTracker` feeds the Java client's `updateServerList`.
+//!
+//! The task holds no strong handle between reads, so it never keeps a session alive: when the
+//! last `Client` is dropped or closed, its watch is reported lost and the task ends. It also
+//! ends when the first read shows nothing to follow (a server before 3.5: no such node; one
+//! without dynamic reconfiguration: no member lines).
+
+use std::sync::{Arc, Weak};
+
+use crate::connect_string::HostAddr;
+use crate::ensemble_config::client_hosts;
+use crate::error::Error;
+use crate::session::SessionState;
+
+use super::{Client, Shared};
+
+/// Starts following for `client`'s session.
+pub(super) fn spawn(client: &Client) {
+    let shared = Arc::downgrade(&client.shared);
+    let states = client.shared.states.clone();
+    tokio::spawn(follow(shared, states));
+}
+
+async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<SessionState>) {
+    let mut followed: Option<Vec<HostAddr>> = None;
+    loop {
+        // The read is queued when it is made; the handle goes before the wait.
+        let read = match shared.upgrade() {
+            Some(shared) => Client {
+                shared,
+                request_timeout: None,
+            }
+            .get_config_watch(),
+            None => return,
+        };
+        let (data, watcher) = match read.await {
+            Ok((data, _, watcher)) => (data, watcher),
+            Err(Error::ConnectionLoss | Error::RequestTimeout) => {
+                // Read again once connected (or stop when the session ends).
+                if states
+                    .wait_for(|s| s.is_connected() || s.is_terminal())
+                    .await
+                    .map_or(true, |s| s.is_terminal())
+                {
+                    return;
+                }
+                continue;
+            }
+            Err(error) => {
+                tracing::debug!(%error, "not following the ensemble's configuration");
+                return;
+            }
+        };
+        match client_hosts(&data) {
+            Ok(mut hosts) => {
+                hosts.sort_by(|a, b| (&a.host, a.port).cmp(&(&b.host, b.port)));
+                if followed.as_ref() != Some(&hosts) {
+                    let Some(shared) = shared.upgrade() else {
+                        return;
+                    };
+                    let list = hosts
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    let update = Client {
+                        shared,
+                        request_timeout: None,
+                    }
+                    .update_hosts(&list);
+                    match update.await {
+                        Ok(moving) => {
+                            tracing::info!(hosts = %list, moving, "following the ensemble");
+                        }
+                        Err(error) => tracing::warn!(%error, "could not apply the new ensemble"),
+                    }
+                    followed = Some(hosts);
+                }
+            }
+            Err(error) if followed.is_none() => {
+                tracing::debug!(%error, "nothing to follow in the ensemble's configuration");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "unreadable ensemble configuration; kept the servers")
+            }
+        }
+        if watcher.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! A new host list for a running session, scripted: who moves, at once, and what is kept.
+
+use std::time::Duration;
+
+use super::tests::{Harness, config};
+use super::*;
+use crate::path::Chroot;
+
+fn host(port: u16) -> HostAddr {
+    HostAddr::new("h", port)
+}
+
+/// A session on host 1 of hosts 1, 2, 3 (in that order), established.
+fn on_first_of_three() -> Harness {
+    let mut h = Harness::new(SessionConfig {
+        hosts: vec![host(1), host(2), host(3)],
+        shuffle_hosts: false,
+        rng_seed: Some(7),
+        ..config()
+    });
+    assert_eq!(h.session.poll_connect(h.now), Some((0, host(1))));
+    h.establish(0x77, 30_000);
+    h.events();
+    h
+}
+
+#[test]
+fn a_session_whose_server_is_removed_moves_at_once_to_the_added_one() {
+    let mut h = on_first_of_three();
+    let moving = h
+        .session
+        .update_hosts(h.now, vec![host(2), host(3), host(4)], &Chroot::none());
+    assert_eq!(moving, Ok(true));
+    let events = h.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(_))),
+        "{events:?}"
+    );
+    assert_eq!(h.session.state(), SessionState::Disconnected);
+    // At once, and to the added server.
+    assert_eq!(h.session.poll_connect(h.now), Some((2, host(4))));
+    let request = h.establish(0x77, 30_000);
+    assert_eq!(request.session_id, 0x77, "the same session, resumed");
+    assert_eq!(h.session.state(), SessionState::Connected);
+}
+
+#[test]
+fn a_session_whose_server_stays_in_a_smaller_list_stays_connected() {
+    let mut h = on_first_of_three();
+    let moving = h
+        .session
+        .update_hosts(h.now, vec![host(1), host(3)], &Chroot::none());
+    assert_eq!(moving, Ok(false));
+    assert!(h.events().is_empty());
+    assert_eq!(h.session.hosts(), [host(1), host(3)]);
+    // A later loss goes on with the new list.
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.session.poll_connect(h.now), Some((1, host(3))));
+}
+
+#[test]
+fn another_chroot_or_an_empty_list_is_refused_and_changes_nothing() {
+    let mut h = on_first_of_three();
+    let other = Chroot::new("/other").expect("a chroot");
+    assert!(matches!(
+        h.session.update_hosts(h.now, vec![host(9)], &other),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        h.session.update_hosts(h.now, Vec::new(), &Chroot::none()),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert_eq!(h.session.hosts(), [host(1), host(2), host(3)]);
+    assert_eq!(h.session.state(), SessionState::Connected);
+}
+
+#[test]
+fn a_detached_session_is_over_here_without_a_close_request() {
+    let mut h = on_first_of_three();
+    let pending = h.submit(Op::Sync { path: "/".into() });
+    h.sent();
+    h.session.detach();
+    assert!(h.sent().is_empty(), "no closeSession");
+    let events = h.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Reply { id, result: Err(Error::Closed), .. } if *id == pending)),
+        "{events:?}"
+    );
+    assert_eq!(h.session.state(), SessionState::Closed);
+}
+
+#[test]
+fn a_resumed_session_asks_for_its_id_and_password() {
+    let mut h = Harness::new(SessionConfig {
+        resume: Some((0x99, bytes::Bytes::from_static(b"0123456789abcdef"))),
+        ..config()
+    });
+    let request = h.connect();
+    assert_eq!(request.session_id, 0x99);
+    assert_eq!(request.passwd.as_deref(), Some(&b"0123456789abcdef"[..]));
+}
