@@ -37,6 +37,7 @@ pub struct ClientBuilder {
     /// `None`: on over plaintext, off over TLS.
     follow_ensemble: Option<bool>,
     resume: Option<(i64, Bytes)>,
+    rng_seed: Option<u64>,
 }
 
 impl Default for ClientBuilder {
@@ -60,6 +61,7 @@ impl Default for ClientBuilder {
             tls: None,
             follow_ensemble: None,
             resume: None,
+            rng_seed: None,
         }
     }
 }
@@ -168,6 +170,16 @@ impl ClientBuilder {
     #[must_use]
     pub fn follow_ensemble(mut self, follow: bool) -> Self {
         self.follow_ensemble = Some(follow);
+        self
+    }
+
+    /// Seeds the session's random choices (the host shuffle, the reconnect jitter, the
+    /// rebalancing draws of [`Client::update_hosts`]) instead of seeding them from the
+    /// system: for reproducible tests and simulations. Sessions with the same seed make the
+    /// same choices, so do not use it to spread real clients.
+    #[must_use]
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.rng_seed = Some(seed);
         self
     }
 
@@ -293,7 +305,7 @@ impl ClientBuilder {
             chroot,
             hosts,
             shuffle_hosts: self.shuffle_hosts,
-            rng_seed: None,
+            rng_seed: self.rng_seed,
             backoff: self.backoff,
             fail_fast: self.fail_fast,
             connect_timeout: self.connect_timeout.unwrap_or(Some(self.session_timeout)),
@@ -309,6 +321,7 @@ impl ClientBuilder {
             password: Bytes::new(),
             negotiated_timeout: None,
             hosts: Arc::from(Vec::new()),
+            server: None,
         });
         let (states_tx, states) = watch::channel(SessionState::Connecting);
         let (first_tx, first_rx) = oneshot::channel();

@@ -171,6 +171,11 @@ impl Client {
         self.shared.published.borrow().hosts.to_vec()
     }
 
+    /// The server this session is connected to now (`None` while it is not connected).
+    pub fn server(&self) -> Option<crate::connect_string::HostAddr> {
+        self.shared.published.borrow().server.clone()
+    }
+
     /// Leaves the session to another process without closing it: the connection is dropped
     /// with nothing sent, later calls fail with [`Error::Closed`] and the state reads
     /// [`SessionState::Closed`], but the server keeps the session and its ephemeral nodes

@@ -26,7 +26,7 @@ pub const DEFAULT_PORT: u16 = 2181;
 /// `host` holds an IPv6 literal without brackets (`::1`); [`Display`](fmt::Display) adds them
 /// back (`[::1]:2181`), so the output parses again. The fields are ready for
 /// `tokio::net::lookup_host((addr.host.as_str(), addr.port))`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostAddr {
     /// Host name, IPv4 literal or IPv6 literal (without brackets, maybe with a `%zone`).
     pub host: String,

@@ -88,6 +88,8 @@ pub(crate) struct Published {
     pub(crate) password: Bytes,
     /// The servers the session may use (for [`Client::hosts`](crate::Client)).
     pub(crate) hosts: Arc<[HostAddr]>,
+    /// The server of the current connection (for [`Client::server`](crate::Client)).
+    pub(crate) server: Option<HostAddr>,
     pub(crate) negotiated_timeout: Option<Duration>,
 }
 
@@ -352,7 +354,7 @@ impl Driver {
                             .handle_disconnected(Instant::now().into_std(), Error::ConnectionLoss);
                     }
                 },
-                (index, host) = async { searching.as_mut().expect("guarded").await }, if searching.is_some() => {
+                (_, host) = async { searching.as_mut().expect("guarded").await }, if searching.is_some() => {
                     // Still read-only: the search is dropped as soon as the state changes.
                     searching = None;
                     tracing::info!(
@@ -360,7 +362,11 @@ impl Driver {
                         session_id = format_args!("{:#x}", self.session.session_id()),
                         "found a read/write server; leaving the read-only server for it"
                     );
-                    self.session.reconnect_to(Instant::now().into_std(), index);
+                    // By host, not by the index the search began with: the host list may have
+                    // changed since (`update_hosts`).
+                    if let Some(index) = self.session.hosts().iter().position(|h| *h == host) {
+                        self.session.reconnect_to(Instant::now().into_std(), index);
+                    }
                 },
                 () = async {
                     match timer {
@@ -412,7 +418,8 @@ impl Driver {
                 || current.session_id != self.session.session_id()
                 || current.password != *self.session.password()
                 || current.negotiated_timeout != self.session.negotiated_timeout()
-                || *current.hosts != *hosts;
+                || *current.hosts != *hosts
+                || current.server.as_ref() != self.session.connected_server();
             if changed {
                 *current = Published {
                     state,
@@ -425,6 +432,7 @@ impl Driver {
                     } else {
                         hosts.into()
                     },
+                    server: self.session.connected_server().cloned(),
                 };
             }
             changed

@@ -15,6 +15,7 @@ fn driver(hosts: u16) -> Driver {
         session_id: 0,
         password: Bytes::new(),
         hosts: Arc::from(Vec::new()),
+        server: None,
         negotiated_timeout: None,
     });
     let (states, _) = watch::channel(SessionState::Connecting);

@@ -291,6 +291,14 @@ impl Session {
         self.session_id
     }
 
+    /// The server of the current connection, once the session is established on it.
+    pub fn connected_server(&self) -> Option<&HostAddr> {
+        match self.link {
+            Link::Up { .. } => self.current_host.and_then(|i| self.hosts.hosts().get(i)),
+            _ => None,
+        }
+    }
+
     /// The session password the server gave (opaque; 16 zero bytes before the first
     /// connection).
     pub fn password(&self) -> &Bytes {
