@@ -84,6 +84,45 @@ pub(crate) struct Global {
         value_name = "SCHEME:CREDENTIAL"
     )]
     pub(crate) auth: Vec<String>,
+    /// SASL DIGEST-MD5 as user:password (the server's JAAS user_<name>); prefer RZK_SASL, kept out of ps
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        env = "RZK_SASL",
+        hide_env_values = true,
+        value_name = "USER:PASSWORD"
+    )]
+    pub(crate) sasl: Option<String>,
+    /// TLS: trust these CA certificates (PEM file); --tls alone trusts the platform's roots
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "FILE"
+    )]
+    pub(crate) tls_ca: Option<std::path::PathBuf>,
+    /// TLS: the client certificate chain for mutual TLS (PEM file; with --tls-key)
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
+    pub(crate) tls_cert: Option<std::path::PathBuf>,
+    /// TLS: the client certificate's private key (PEM file; with --tls-cert)
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    pub(crate) tls_key: Option<std::path::PathBuf>,
+    /// Connect over TLS (implied by the --tls-* options and by a zk+tls:// connect string)
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub(crate) tls: bool,
     /// Accept a read-only server (one that lost its quorum); writes then fail
     #[arg(long, global = true, help_heading = "Global options")]
     pub(crate) read_only: bool,

@@ -24,6 +24,10 @@ pub(crate) struct Connector {
     connect_timeout: Duration,
     read_only: bool,
     auth: Vec<Auth>,
+    /// SASL DIGEST-MD5 user and password.
+    sasl: Option<(String, String)>,
+    /// TLS settings from the options (`None`: plaintext, or the connect string's own).
+    tls: Option<zk_proto::TlsOptions>,
     verbose: bool,
 }
 
@@ -51,6 +55,21 @@ pub(crate) fn connect_string(server: &str, chroot: Option<&str>) -> Result<Strin
     Ok(format!("{server}{chroot}"))
 }
 
+/// The TLS settings the options ask for: any `--tls*` option means TLS.
+fn tls_options(global: &Global) -> Option<zk_proto::TlsOptions> {
+    if !global.tls && global.tls_ca.is_none() && global.tls_cert.is_none() {
+        return None;
+    }
+    let mut options = zk_proto::TlsOptions::new();
+    if let Some(ca) = &global.tls_ca {
+        options = options.ca_pem_file(ca.clone());
+    }
+    if let (Some(cert), Some(key)) = (&global.tls_cert, &global.tls_key) {
+        options = options.client_cert_pem_files(cert.clone(), key.clone());
+    }
+    Some(options)
+}
+
 impl Connector {
     /// Checks the global options.
     ///
@@ -71,7 +90,19 @@ impl Connector {
             .iter()
             .map(|a| parse_auth(a).map_err(Failure::usage))
             .collect::<Result<_, _>>()?;
+        let sasl = match &global.sasl {
+            None => None,
+            Some(spec) => match spec.split_once(':') {
+                Some((user, password)) if !user.is_empty() => {
+                    Some((user.to_owned(), password.to_owned()))
+                }
+                _ => return Err(Failure::usage("--sasl takes user:password")),
+            },
+        };
+        let tls = tls_options(global);
         Ok(Connector {
+            sasl,
+            tls,
             connect: connect_string(&global.server, global.chroot.as_deref())?,
             session_timeout: global.session_timeout,
             connect_timeout: global.connect_timeout,
@@ -102,19 +133,23 @@ impl Connector {
     }
 
     async fn open(&self, give_up: bool) -> Result<Client, Failure> {
-        let client = Client::builder()
+        let mut builder = Client::builder()
             .session_timeout(self.session_timeout)
             .connect_timeout(give_up.then_some(self.connect_timeout))
             .fail_fast(give_up)
-            .read_only(self.read_only)
-            .connect(&self.connect)
-            .await
-            .map_err(|e| {
-                Failure::new(
-                    ExitClass::of_zk(&e),
-                    format!("cannot connect to {}: {e}", self.connect),
-                )
-            })?;
+            .read_only(self.read_only);
+        if let Some((user, password)) = &self.sasl {
+            builder = builder.sasl_digest(user.as_str(), password.as_str());
+        }
+        if let Some(tls) = &self.tls {
+            builder = builder.tls(tls.clone());
+        }
+        let client = builder.connect(&self.connect).await.map_err(|e| {
+            Failure::new(
+                ExitClass::of_zk(&e),
+                format!("cannot connect to {}: {e}", self.connect),
+            )
+        })?;
         for auth in &self.auth {
             let added = if auth.scheme == zk_proto::acl::DIGEST_SCHEME {
                 let (user, password) = auth.credential.split_once(':').unwrap_or_default();
