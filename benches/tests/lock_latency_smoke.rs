@@ -146,3 +146,83 @@ fn tiny_run_reports_every_metric() {
         "the contended release ratio has no target"
     );
 }
+
+/// Runs the binary with `args` and tiny counts of the workloads `--tls`/`--sasl` report on;
+/// returns its JSON lines.
+fn tiny_secured_run(extra: &str) -> Vec<Value> {
+    let args = [
+        extra,
+        "--json",
+        "--quiet",
+        "--only",
+        "raw_create_delete,pipelined_get,lock_uncontended,lock_contended",
+        "--scale",
+        "0.01",
+        "--contended-sessions",
+        "3",
+        "--contended-cycles",
+        "5",
+        "--pipelined-gets",
+        "300",
+        "--in-flight",
+        "32",
+    ];
+    let output = Command::new(env!("CARGO_BIN_EXE_lock_latency"))
+        .args(args)
+        .output()
+        .expect("the lock_latency binary starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "lock_latency {args:?} failed with {}:\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn line<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l.get("metric").and_then(Value::as_str) == Some(name))
+        .unwrap_or_else(|| panic!("no {name} line in {lines:?}"))
+}
+
+#[test]
+fn tls_runs_measure_plaintext_and_tls_side_by_side() {
+    let lines = tiny_secured_run("--tls");
+    for name in ["raw_pair", "pipelined_get", "lock_cycle", "lock_contended"] {
+        for metric in [name.to_owned(), format!("{name}@tls")] {
+            let l = line(&lines, &metric);
+            assert!(finite(l, "n") >= 1.0, "{metric}: no samples");
+            finite(l, "client_cpu_us_per_op");
+        }
+    }
+    for ratio in [
+        "raw_pair_p50@tls/raw_pair_p50",
+        "lock_cycle_p50@tls/lock_cycle_p50",
+        "handoff_p50@tls/handoff_p50",
+        "pipelined_get_ops@tls/pipelined_get_ops",
+    ] {
+        assert!(finite(line(&lines, ratio), "ratio") > 0.0, "{ratio}");
+    }
+}
+
+#[test]
+fn sasl_runs_measure_with_authenticated_sessions() {
+    let lines = tiny_secured_run("--sasl");
+    for name in ["raw_pair", "lock_cycle"] {
+        assert!(finite(line(&lines, name), "n") >= 1.0, "{name}: no samples");
+    }
+    assert!(
+        lines.iter().all(|l| !l
+            .get("metric")
+            .and_then(Value::as_str)
+            .is_some_and(|m| m.ends_with("@tls"))),
+        "no TLS metrics without --tls"
+    );
+}

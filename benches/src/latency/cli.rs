@@ -18,6 +18,11 @@ Target (default: a local standalone ZooKeeper 3.8 started with the test kit, for
   --ensemble                 start a local three-server ensemble instead
   --no-fsync                 start the local server(s) with forceSync=no
   --stock-server             start the local server(s) with ZooKeeper's default thread pools
+  --tls                      start the local server with a TLS port too, and measure every
+                             workload in plaintext then over TLS in the same run (names @tls;
+                             ratios TLS/plaintext)
+  --sasl                     start the local server with SASL and measure with sessions
+                             authenticated by DIGEST-MD5
                              (by default their socket I/O runs in the selector thread, as
                              suits a small machine that the client shares; see
                              docs/performance.md)
@@ -115,6 +120,10 @@ pub struct Options {
     /// `--stock-server`: start the local server(s) without
     /// [`SMALL_MACHINE_SERVER`](super::SMALL_MACHINE_SERVER).
     pub stock_server: bool,
+    /// `--tls`: measure in plaintext and over TLS against a local TLS server.
+    pub tls: bool,
+    /// `--sasl`: measure with SASL (DIGEST-MD5) sessions against a local SASL server.
+    pub sasl: bool,
     /// `--json`: JSON lines instead of the table.
     pub json: bool,
     /// `--plot`: where to write the SVG.
@@ -169,6 +178,8 @@ impl Options {
             ensemble: false,
             no_fsync: false,
             stock_server: false,
+            tls: false,
+            sasl: false,
             json: false,
             plot: None,
             quiet: false,
@@ -189,6 +200,8 @@ impl Options {
                 "--ensemble" => options.ensemble = true,
                 "--no-fsync" => options.no_fsync = true,
                 "--stock-server" => options.stock_server = true,
+                "--tls" => options.tls = true,
+                "--sasl" => options.sasl = true,
                 "--quiet" => options.quiet = true,
                 "--codec-no-java" => options.codec_no_java = true,
                 "--connect" => options.connect = Some(value("--connect")?),
@@ -266,6 +279,15 @@ impl Options {
             options.workloads.retain(|w| only.contains(w));
         }
         options.workloads.retain(|w| !skip.contains(w));
+        if (options.tls || options.sasl) && (options.connect.is_some() || options.ensemble) {
+            return Err(
+                "--tls and --sasl start their own local server: not with --connect or --ensemble"
+                    .into(),
+            );
+        }
+        if options.tls && options.sasl {
+            return Err("--tls and --sasl: one at a time".into());
+        }
         Ok(Cli::Run(options))
     }
 }

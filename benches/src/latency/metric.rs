@@ -128,7 +128,7 @@ enum Field {
     OpsPerS,
 }
 
-const RATIOS: [RatioSpec; 4] = [
+const RATIOS: [RatioSpec; 8] = [
     RatioSpec {
         name: "lock_cycle_p50/raw_pair_p50",
         numerator: ("lock_cycle", Field::P50),
@@ -155,6 +155,32 @@ const RATIOS: [RatioSpec; 4] = [
         numerator: ("pipelined_get", Field::OpsPerS),
         denominator: ("raw_get", Field::OpsPerS),
         target: Some((4.0, false)),
+    },
+    // `--tls`: the cost of encryption, each workload over TLS against itself in plaintext,
+    // measured in the same run against the same server.
+    RatioSpec {
+        name: "raw_pair_p50@tls/raw_pair_p50",
+        numerator: ("raw_pair@tls", Field::P50),
+        denominator: ("raw_pair", Field::P50),
+        target: None,
+    },
+    RatioSpec {
+        name: "lock_cycle_p50@tls/lock_cycle_p50",
+        numerator: ("lock_cycle@tls", Field::P50),
+        denominator: ("lock_cycle", Field::P50),
+        target: Some((1.15, true)),
+    },
+    RatioSpec {
+        name: "handoff_p50@tls/handoff_p50",
+        numerator: ("lock_contended@tls", Field::P50),
+        denominator: ("lock_contended", Field::P50),
+        target: None,
+    },
+    RatioSpec {
+        name: "pipelined_get_ops@tls/pipelined_get_ops",
+        numerator: ("pipelined_get@tls", Field::OpsPerS),
+        denominator: ("pipelined_get", Field::OpsPerS),
+        target: Some((0.70, false)),
     },
 ];
 

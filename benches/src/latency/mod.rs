@@ -14,6 +14,7 @@
 
 mod cli;
 mod metric;
+mod security;
 mod servers;
 mod svg;
 mod table;
@@ -85,6 +86,11 @@ pub const SMALL_MACHINE_SERVER: [(&str, &str); 2] = [
 pub fn run(options: &Options) -> Result<Outcome, BoxError> {
     let mut server = None;
     let mut ensemble = None;
+    let jaas = if options.sasl {
+        Some(security::Jaas::write()?)
+    } else {
+        None
+    };
     let fsync = if options.no_fsync { "no" } else { "yes" };
     let tuning: &[(&str, &str)] = if options.stock_server {
         &[]
@@ -141,12 +147,25 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
             for (key, value) in tuning {
                 builder = builder.system_property(*key, *value);
             }
+            if options.tls {
+                builder = builder.tls(zk_testkit::ClientAuth::None);
+            }
+            if let Some(jaas) = &jaas {
+                builder = builder
+                    .config("authProvider.1", security::SASL_PROVIDER)
+                    .system_property("java.security.auth.login.config", jaas.path().display());
+            }
             let s = builder.start()?;
             let cs = s.connect_string();
+            let security = match (s.tls_connect_string(), &jaas) {
+                (Some(tls), _) => format!("; then over TLS at {tls}"),
+                (None, Some(_)) => "; SASL DIGEST-MD5 sessions".to_owned(),
+                (None, None) => String::new(),
+            };
             server = Some(s);
             (
                 cs.clone(),
-                format!("local standalone ZooKeeper {cs} ({setup})"),
+                format!("local standalone ZooKeeper {cs} ({setup}{security})"),
             )
         }
     };
@@ -156,15 +175,40 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let mut builder = zk_proto::Client::builder();
+        if jaas.is_some() {
+            builder = builder.sasl_digest(security::SASL_USER, security::SASL_PASSWORD);
+        }
         let ctx = workloads::Context {
             counter_overhead: servers::counter_overhead(&addrs),
             connect: connect.clone(),
+            builder,
             addrs,
             counts: options.counts,
             progress: !options.quiet,
             base: format!("/rzk-bench-{}", std::process::id()),
         };
         metrics = runtime.block_on(workloads::run_all(&ctx, &zk_workloads))?;
+        // Over TLS, the same workloads against the same server, right after: the server's
+        // plaintext port stays for the counters (four-letter words).
+        if let Some(s) = server.as_ref().filter(|_| options.tls) {
+            let (tls_connect, certs) = s
+                .tls_connect_string()
+                .zip(s.tls_certs())
+                .ok_or("the local server has no TLS port")?;
+            let tls_ctx = workloads::Context {
+                connect: tls_connect,
+                builder: zk_proto::Client::builder()
+                    .tls(zk_proto::TlsOptions::new().ca_pem_file(certs.ca())),
+                base: format!("/rzk-bench-tls-{}", std::process::id()),
+                ..ctx
+            };
+            let over_tls = runtime.block_on(workloads::run_all(&tls_ctx, &zk_workloads))?;
+            metrics.extend(over_tls.into_iter().map(|mut m| {
+                m.name.push_str(security::TLS_SUFFIX);
+                m
+            }));
+        }
     }
     drop(ensemble);
     drop(server);

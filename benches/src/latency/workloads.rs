@@ -73,6 +73,8 @@ impl Workload {
 #[derive(Debug, Clone)]
 pub(crate) struct Context {
     pub(crate) connect: String,
+    /// The sessions' settings besides the session timeout (TLS, SASL).
+    pub(crate) builder: zk_proto::ClientBuilder,
     pub(crate) addrs: Vec<SocketAddr>,
     pub(crate) counts: Counts,
     pub(crate) progress: bool,
@@ -182,7 +184,8 @@ impl Section {
 async fn connect(ctx: &Context) -> Result<Client, BoxError> {
     let client = tokio::time::timeout(
         WAIT_LIMIT,
-        Client::builder()
+        ctx.builder
+            .clone()
             .session_timeout(Duration::from_secs(30))
             .connect(&ctx.connect),
     )

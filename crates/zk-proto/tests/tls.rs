@@ -51,6 +51,15 @@ fn mutual(certs: &TestCerts) -> TlsOptions {
 /// Connects with `options`, expecting it to fail for good: returns the TLS failure, after
 /// checking that it came fast and after one attempt per host.
 async fn refused(options: TlsOptions, connect_string: &str, hosts: u32) -> TlsFailure {
+    refused_within(options, connect_string, hosts..=hosts).await
+}
+
+/// As [`refused`], with the number of attempts in `attempts`.
+async fn refused_within(
+    options: TlsOptions,
+    connect_string: &str,
+    attempts_allowed: std::ops::RangeInclusive<u32>,
+) -> TlsFailure {
     let started = Instant::now();
     let result = within(
         "a refused connect",
@@ -66,7 +75,10 @@ async fn refused(options: TlsOptions, connect_string: &str, hosts: u32) -> TlsFa
     assert!(elapsed < FAILS_WITHIN, "gave up after {elapsed:?}: {error}");
     match &error {
         Error::NoServerReachable { attempts, .. } => {
-            assert_eq!(*attempts, hosts, "one attempt per host, no storm: {error}");
+            assert!(
+                attempts_allowed.contains(attempts),
+                "{attempts} attempts, not {attempts_allowed:?} (no storm): {error}"
+            );
         }
         other => panic!("expected NoServerReachable, got {other:?}"),
     }
@@ -253,14 +265,18 @@ async fn with_tls_1_3_a_missing_client_certificate_is_named_too() {
     )
     .await;
     let certs = certs(&server);
-    let failure = refused(trusting(certs), &secure(&server), 1).await;
+    // With TLS 1.3 the server refuses the certificate after the handshake, when the
+    // ConnectRequest is already on its way: closing with that request unread, the server's
+    // TCP stack may reset the connection before the client reads the alert. That attempt
+    // reads as a lost connection, and the next one gets the alert: at most two attempts.
+    let failure = refused_within(trusting(certs), &secure(&server), 1..=2).await;
     assert!(
         matches!(failure, TlsFailure::ClientCertificateRequired { .. }),
         "{failure:?}"
     );
     let options =
         trusting(certs).client_cert_pem_files(certs.other_client_cert(), certs.other_client_key());
-    let failure = refused(options, &secure(&server), 1).await;
+    let failure = refused_within(options, &secure(&server), 1..=2).await;
     assert!(
         matches!(failure, TlsFailure::ClientCertificateRejected { .. }),
         "{failure:?}"
