@@ -175,7 +175,8 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let mut builder = zk_proto::Client::builder();
+        // No configuration following: its reads would land in the servers' packet counters.
+        let mut builder = zk_proto::Client::builder().follow_ensemble(false);
         if jaas.is_some() {
             builder = builder.sasl_digest(security::SASL_USER, security::SASL_PASSWORD);
         }
@@ -199,6 +200,7 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
             let tls_ctx = workloads::Context {
                 connect: tls_connect,
                 builder: zk_proto::Client::builder()
+                    .follow_ensemble(false)
                     .tls(zk_proto::TlsOptions::new().ca_pem_file(certs.ca())),
                 base: format!("/rzk-bench-tls-{}", std::process::id()),
                 ..ctx

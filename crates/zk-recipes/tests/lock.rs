@@ -11,7 +11,7 @@ use zk_proto::SessionState;
 use zk_proto::jute::OpCode;
 use zk_recipes::Error;
 use zk_recipes::lock::{Lock, ReadWriteLock, Semaphore, Validity};
-use zk_testkit::client::{connect, poll_children, serial, start_server};
+use zk_testkit::client::{builder, connect, connect_with, poll_children, serial, start_server};
 use zk_testkit::fault::FaultProxy;
 
 const SESSIONS: usize = 16;
@@ -844,7 +844,8 @@ async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone(
     let a = connect(&server.connect_string()).await;
     let b = connect(&server.connect_string()).await;
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let c = connect(&proxy.connect_string()).await;
+    // The proxy counts C's requests: no configuration read of its own among them.
+    let c = connect_with(builder().follow_ensemble(false), &proxy.connect_string()).await;
     let lists = |proxy: &FaultProxy| {
         proxy.forwarded(OpCode::GET_CHILDREN) + proxy.forwarded(OpCode::GET_CHILDREN2)
     };
