@@ -65,22 +65,7 @@ fn tiny_run_reports_every_metric() {
         "--in-flight",
         "32",
     ];
-    let output = Command::new(env!("CARGO_BIN_EXE_lock_latency"))
-        .args(args)
-        .output()
-        .expect("the lock_latency binary starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "lock_latency {args:?} failed with {}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    let lines: Vec<Value> = stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let (lines, stdout) = run_lock_latency(&args);
     let by_name = |name: &str| {
         lines
             .iter()
@@ -167,22 +152,28 @@ fn tiny_secured_run(extra: &str) -> Vec<Value> {
         "--in-flight",
         "32",
     ];
+    run_lock_latency(&args).0
+}
+
+/// Runs the binary with `args`, expecting success; returns its JSON lines and its output.
+fn run_lock_latency(args: &[&str]) -> (Vec<Value>, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_lock_latency"))
         .args(args)
         .output()
         .expect("the lock_latency binary starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "lock_latency {args:?} failed with {}:\nstdout:\n{stdout}\nstderr:\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    stdout
+    let lines = stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+        .collect();
+    (lines, stdout)
 }
 
 fn line<'a>(lines: &'a [Value], name: &str) -> &'a Value {
