@@ -65,11 +65,14 @@ async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<S
                         .map(ToString::to_string)
                         .collect::<Vec<_>>()
                         .join(",");
-                    let update = Client {
+                    let client = Client {
                         shared,
                         request_timeout: None,
-                    }
-                    .update_hosts(&list);
+                    };
+                    // The first list is learned, not a change: the session stays where the
+                    // connect string put it unless its server is not a member.
+                    let update = client.send_hosts(&list, followed.is_some());
+                    drop(client);
                     match update.await {
                         Ok(moving) => {
                             tracing::info!(hosts = %list, moving, "following the ensemble");

@@ -801,6 +801,16 @@ impl Client {
         &self,
         connect_string: &str,
     ) -> impl Future<Output = Result<bool>> + Send + 'static + use<> {
+        self.send_hosts(connect_string, true)
+    }
+
+    /// Sends a new host list; `rebalance: false` moves the session only if its server is no
+    /// longer listed (for a list learned rather than changed).
+    pub(crate) fn send_hosts(
+        &self,
+        connect_string: &str,
+        rebalance: bool,
+    ) -> impl Future<Output = Result<bool>> + Send + 'static + use<> {
         let parsed = connect_string
             .parse::<crate::connect_string::ConnectString>()
             .map_err(Error::from);
@@ -810,6 +820,7 @@ impl Client {
             let command = Command::UpdateHosts {
                 hosts,
                 chroot,
+                rebalance,
                 reply,
             };
             if let Err(mpsc::error::SendError(Command::UpdateHosts { reply, .. })) =

@@ -73,6 +73,7 @@ pub(crate) enum Command {
     UpdateHosts {
         hosts: Vec<HostAddr>,
         chroot: Chroot,
+        rebalance: bool,
         reply: oneshot::Sender<Result<bool, Error>>,
     },
     /// A persistent watcher was dropped: forget the watches whose consumer is gone.
@@ -483,9 +484,10 @@ impl Driver {
             Command::UpdateHosts {
                 hosts,
                 chroot,
+                rebalance,
                 reply,
             } => {
-                let _ = reply.send(self.session.update_hosts(now, hosts, &chroot));
+                let _ = reply.send(self.session.update_hosts(now, hosts, &chroot, rebalance));
             }
             Command::WatcherDropped => {
                 let gone: Vec<RequestId> = self

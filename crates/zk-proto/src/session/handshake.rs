@@ -153,6 +153,8 @@ impl Session {
     /// rebalancing picks. Returns whether the session moves.
     ///
     /// `chroot`: the connect string's chroot, which must be none or the session's own.
+    /// `rebalance`: `false` moves the session only when its server left the list (for a
+    /// list learned rather than changed: the first configuration the client reads).
     ///
     /// # Errors
     ///
@@ -162,6 +164,7 @@ impl Session {
         now: Instant,
         hosts: Vec<HostAddr>,
         chroot: &Chroot,
+        rebalance: bool,
     ) -> Result<bool, Error> {
         if !chroot.is_none() && *chroot != self.config.chroot {
             return Err(Error::InvalidArgument(format!(
@@ -187,7 +190,7 @@ impl Session {
         let refused = by_host(&self.permanent_failures);
         let moving = self
             .hosts
-            .update(hosts, current.as_ref(), &mut self.rng)
+            .update(hosts, current.as_ref(), rebalance, &mut self.rng)
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         // Indices into the new list.
         let new = self.hosts.hosts();

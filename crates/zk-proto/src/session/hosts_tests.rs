@@ -27,9 +27,12 @@ fn on_first_of_three() -> Harness {
 #[test]
 fn a_session_whose_server_is_removed_moves_at_once_to_the_added_one() {
     let mut h = on_first_of_three();
-    let moving = h
-        .session
-        .update_hosts(h.now, vec![host(2), host(3), host(4)], &Chroot::none());
+    let moving = h.session.update_hosts(
+        h.now,
+        vec![host(2), host(3), host(4)],
+        &Chroot::none(),
+        true,
+    );
     assert_eq!(moving, Ok(true));
     let events = h.events();
     assert!(
@@ -51,7 +54,7 @@ fn a_session_whose_server_stays_in_a_smaller_list_stays_connected() {
     let mut h = on_first_of_three();
     let moving = h
         .session
-        .update_hosts(h.now, vec![host(1), host(3)], &Chroot::none());
+        .update_hosts(h.now, vec![host(1), host(3)], &Chroot::none(), true);
     assert_eq!(moving, Ok(false));
     assert!(h.events().is_empty());
     assert_eq!(h.session.hosts(), [host(1), host(3)]);
@@ -66,11 +69,12 @@ fn another_chroot_or_an_empty_list_is_refused_and_changes_nothing() {
     let mut h = on_first_of_three();
     let other = Chroot::new("/other").expect("a chroot");
     assert!(matches!(
-        h.session.update_hosts(h.now, vec![host(9)], &other),
+        h.session.update_hosts(h.now, vec![host(9)], &other, true),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        h.session.update_hosts(h.now, Vec::new(), &Chroot::none()),
+        h.session
+            .update_hosts(h.now, Vec::new(), &Chroot::none(), true),
         Err(Error::InvalidArgument(_))
     ));
     assert_eq!(h.session.hosts(), [host(1), host(2), host(3)]);

@@ -77,6 +77,7 @@ impl HostList {
         &mut self,
         mut hosts: Vec<HostAddr>,
         current: Option<&HostAddr>,
+        rebalance: bool,
         rng: &mut fastrand::Rng,
     ) -> Result<bool, ConnectStringError> {
         if hosts.is_empty() {
@@ -85,7 +86,11 @@ impl HostList {
         if self.shuffle {
             rng.shuffle(&mut hosts);
         }
-        let plan = rebalance::plan(&self.hosts, &hosts, current, rng);
+        // Without rebalancing, a session whose server stays listed stays.
+        let plan = match current {
+            Some(current) if !rebalance && hosts.contains(current) => None,
+            _ => rebalance::plan(&self.hosts, &hosts, current, rng),
+        };
         let position =
             |host: Option<&HostAddr>| host.and_then(|h| hosts.iter().position(|x| x == h));
         let current_index = position(current);
@@ -302,7 +307,7 @@ mod tests {
             addrs(4)[3].clone(),
         ];
         assert_eq!(
-            list.update(new.clone(), Some(&current), &mut rng(2)),
+            list.update(new.clone(), Some(&current), true, &mut rng(2)),
             Ok(true)
         );
         assert_eq!(list.hosts(), new);
@@ -320,17 +325,44 @@ mod tests {
         let current = current.clone();
         list.mark_connected();
         let new = vec![addrs(3)[0].clone(), addrs(3)[1].clone()];
-        assert_eq!(list.update(new, Some(&current), &mut rng(3)), Ok(false));
+        assert_eq!(
+            list.update(new, Some(&current), true, &mut rng(3)),
+            Ok(false)
+        );
         // The next cycle starts after the current host, as after any connection.
         assert_eq!(list.next().1, &addrs(3)[1]);
         assert_eq!(list.last_connected(), Some(&current));
     }
 
     #[test]
+    fn a_learned_list_moves_no_session_whose_server_it_lists() {
+        for seed in 0..50 {
+            let mut list = HostList::new(addrs(1), false, &mut rng(1)).expect("hosts");
+            let (_, current) = list.next();
+            let current = current.clone();
+            list.mark_connected();
+            // Grown from 1 to 5: a rebalancing draw would move most sessions.
+            assert_eq!(
+                list.update(addrs(5), Some(&current), false, &mut rng(seed)),
+                Ok(false)
+            );
+            assert_eq!(list.hosts(), addrs(5));
+        }
+        // But a session whose server is not listed moves, rebalancing or not.
+        let mut list = HostList::new(addrs(1), false, &mut rng(1)).expect("hosts");
+        let (_, current) = list.next();
+        let current = current.clone();
+        assert_eq!(
+            list.update(addrs(5)[1..].to_vec(), Some(&current), false, &mut rng(2)),
+            Ok(true)
+        );
+    }
+
+    #[test]
     fn an_empty_new_list_is_refused_and_changes_nothing() {
         let mut list = HostList::new(addrs(2), false, &mut rng(1)).expect("hosts");
         assert_eq!(
-            list.update(Vec::new(), None, &mut rng(1)),
+            list.update(Vec::new(), None, true, &mut rng(1)),
             Err(ConnectStringError::NoHosts)
         );
         assert_eq!(list.hosts(), addrs(2));
