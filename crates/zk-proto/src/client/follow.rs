@@ -26,17 +26,28 @@ pub(super) fn spawn(client: &Client) {
 async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<SessionState>) {
     let mut followed: Option<Vec<HostAddr>> = None;
     loop {
-        // The read is queued when it is made; the handle goes before the wait.
+        // The read is queued when it is made; the handle goes before the wait. The first read
+        // leaves no watch: on a server with nothing to follow (standalone, no dynamic
+        // configuration) the session keeps no watch of its own.
         let read = match shared.upgrade() {
-            Some(shared) => Client {
-                shared,
-                request_timeout: None,
+            Some(shared) => {
+                let client = Client {
+                    shared,
+                    request_timeout: None,
+                };
+                if followed.is_none() {
+                    let read = client.get_config();
+                    Box::pin(async move { read.await.map(|(data, _)| (data, None)) })
+                        as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>>
+                } else {
+                    let read = client.get_config_watch();
+                    Box::pin(async move { read.await.map(|(data, _, w)| (data, Some(w))) })
+                }
             }
-            .get_config_watch(),
             None => return,
         };
         let (data, watcher) = match read.await {
-            Ok((data, _, watcher)) => (data, watcher),
+            Ok(read) => read,
             Err(Error::ConnectionLoss | Error::RequestTimeout) => {
                 // Read again once connected (or stop when the session ends).
                 if states
@@ -90,7 +101,10 @@ async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<S
                 tracing::warn!(%error, "unreadable ensemble configuration; kept the servers")
             }
         }
-        if watcher.changed().await.is_err() {
+        // After the first read, read again with a watch (the list may have changed between).
+        if let Some(watcher) = watcher
+            && watcher.changed().await.is_err()
+        {
             return;
         }
     }
