@@ -16,7 +16,7 @@ use zk_proto::{Client, CreateMode, CreateOptions, Error, SessionState};
 use zk_recipes::lock::{Lock, LockGuard, Validity};
 use zk_testkit::Ensemble;
 use zk_testkit::client::{
-    SESSION_TIMEOUT, StateLog, blocking, builder, children, connect, mkdirs, serial,
+    SESSION_TIMEOUT, StateLog, blocking, builder, children, connect, connect_with, mkdirs, serial,
     start_ensemble, start_server, wait_children, wait_state, within,
 };
 use zk_testkit::fault::FaultProxy;
@@ -135,8 +135,11 @@ async fn cycles_on_an_ensemble_survive_a_killed_leader() {
     let started = Instant::now();
     let mut logs = Vec::new();
     let mut tasks = Vec::new();
+    // Sessions that outlive an election on a loaded 2-core machine: the kit's 4 s timeout
+    // expired them on CI while the new leader was being elected and eight sessions came back.
+    let patient = builder().session_timeout(Duration::from_secs(10));
     for _ in 0..SESSIONS {
-        let client = connect(&connect_string).await;
+        let client = connect_with(patient.clone(), &connect_string).await;
         logs.push(StateLog::record(&client));
         let (exclusion, grants, progress) = (exclusion.clone(), grants.clone(), progress.clone());
         tasks.push(tokio::spawn(async move {
