@@ -84,7 +84,7 @@ pub(crate) struct Global {
         value_name = "SCHEME:CREDENTIAL"
     )]
     pub(crate) auth: Vec<String>,
-    /// SASL DIGEST-MD5 as user:password (the server's JAAS user_<name>); prefer RZK_SASL, kept out of ps
+    /// SASL DIGEST-MD5 as user:password (the server's JAAS user_NAME); prefer RZK_SASL, kept out of ps
     #[arg(
         long,
         global = true,
