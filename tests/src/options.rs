@@ -92,6 +92,13 @@ macro_rules! option_methods {
             self
         }
 
+        /// SASL with the DIGEST-MD5 users of `jaas`: the server's SASL authentication provider
+        /// (`authProvider.1`) and `java.security.auth.login.config`.
+        pub fn sasl_digest(self, jaas: &crate::DigestJaas) -> Self {
+            self.config("authProvider.1", crate::SASL_PROVIDER)
+                .system_property("java.security.auth.login.config", jaas.path().display())
+        }
+
         /// Uses this Java/ZooKeeper installation instead of [`crate::ZkInstall::detect`].
         pub fn install(mut self, install: crate::ZkInstall) -> Self {
             self.opts.install = Some(install);

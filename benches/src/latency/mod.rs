@@ -87,7 +87,10 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
     let mut server = None;
     let mut ensemble = None;
     let jaas = if options.sasl {
-        Some(security::Jaas::write()?)
+        Some(zk_testkit::DigestJaas::write(&[(
+            security::SASL_USER,
+            security::SASL_PASSWORD,
+        )])?)
     } else {
         None
     };
@@ -151,9 +154,7 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
                 builder = builder.tls(zk_testkit::ClientAuth::None);
             }
             if let Some(jaas) = &jaas {
-                builder = builder
-                    .config("authProvider.1", security::SASL_PROVIDER)
-                    .system_property("java.security.auth.login.config", jaas.path().display());
+                builder = builder.sasl_digest(jaas);
             }
             let s = builder.start()?;
             let cs = s.connect_string();

@@ -4,49 +4,14 @@
 mod support;
 
 use support::rzk;
-use zk_testkit::ClientAuth;
 use zk_testkit::client::{serial, server_builder, start_server_with};
-
-/// The JAAS file of a server whose DIGEST-MD5 users are bob and alice; removed on drop.
-struct Jaas(std::path::PathBuf);
-
-impl Jaas {
-    fn new() -> Jaas {
-        let base = zk_testkit::base_dir();
-        std::fs::create_dir_all(&base).expect("the kit's directory");
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let path = base.join(format!("rzk-jaas-{}-{nanos}.conf", std::process::id()));
-        std::fs::write(
-            &path,
-            "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \
-             user_bob=\"bob-secret\";\n};\n",
-        )
-        .expect("write the JAAS file");
-        Jaas(path)
-    }
-}
-
-impl Drop for Jaas {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use zk_testkit::{ClientAuth, DigestJaas};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_sessions_are_their_user_and_a_wrong_password_is_an_auth_failure() {
     let _serial = serial().await;
-    let jaas = Jaas::new();
-    let server = start_server_with(
-        server_builder()
-            .config(
-                "authProvider.1",
-                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-            )
-            .system_property("java.security.auth.login.config", jaas.0.display()),
-    )
-    .await;
+    let jaas = DigestJaas::write(&[("bob", "bob-secret")]).expect("write the JAAS file");
+    let server = start_server_with(server_builder().sasl_digest(&jaas)).await;
     let zk = server.connect_string();
     let run = rzk(&zk, &["--sasl", "bob:bob-secret", "whoami", "--json"])
         .await

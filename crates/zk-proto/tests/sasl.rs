@@ -1,7 +1,6 @@
 //! SASL DIGEST-MD5 against the real server: its `SASLAuthenticationProvider` and a JAAS
 //! `Server` section with `DigestLoginModule` users, as docs/security.md describes.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use zk_proto::acl::acl;
@@ -11,64 +10,28 @@ use zk_testkit::client::{
     start_server_with, within,
 };
 use zk_testkit::fault::FaultProxy;
-use zk_testkit::{Ensemble, EnsembleBuilder, ZkServer, ZkServerBuilder};
+use zk_testkit::{DigestJaas, Ensemble, ZkServer};
 
 const BOB: (&str, &str) = ("bob", "bob-secret");
 const ALICE: (&str, &str) = ("alice", "alice-secret");
 const CALL: Duration = Duration::from_secs(10);
 
-/// A JAAS file with the users bob and alice, kept until the test ends.
-struct Jaas {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
+/// The JAAS file with the users bob and alice, kept until the test ends.
+fn jaas() -> DigestJaas {
+    DigestJaas::write(&[BOB, ALICE]).expect("write the JAAS file")
 }
 
-impl Jaas {
-    fn new() -> Jaas {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let path = dir.path().join("server.jaas");
-        std::fs::write(
-            &path,
-            format!(
-                "Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \
-                 user_{}=\"{}\"\n  user_{}=\"{}\";\n}};\n",
-                BOB.0, BOB.1, ALICE.0, ALICE.1
-            ),
-        )
-        .expect("write the JAAS file");
-        Jaas { _dir: dir, path }
-    }
-
-    /// The same settings for every server of an ensemble (not enforced).
-    fn configure_ensemble(&self, builder: EnsembleBuilder) -> EnsembleBuilder {
+/// A SASL server; `enforce`: every session must authenticate.
+async fn sasl_server(jaas: &DigestJaas, enforce: bool) -> ZkServer {
+    let builder = server_builder().sasl_digest(jaas);
+    let builder = if enforce {
         builder
-            .config(
-                "authProvider.1",
-                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-            )
-            .system_property("java.security.auth.login.config", self.path.display())
-    }
-
-    /// The server settings for SASL; `enforce`: every session must authenticate with it.
-    fn configure(&self, builder: ZkServerBuilder, enforce: bool) -> ZkServerBuilder {
-        let builder = builder
-            .config(
-                "authProvider.1",
-                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-            )
-            .system_property("java.security.auth.login.config", self.path.display());
-        if enforce {
-            builder
-                .config("enforce.auth.enabled", "true")
-                .config("enforce.auth.schemes", "sasl")
-        } else {
-            builder
-        }
-    }
-}
-
-async fn sasl_server(jaas: &Jaas, enforce: bool) -> ZkServer {
-    start_server_with(jaas.configure(server_builder(), enforce)).await
+            .config("enforce.auth.enabled", "true")
+            .config("enforce.auth.schemes", "sasl")
+    } else {
+        builder
+    };
+    start_server_with(builder).await
 }
 
 fn sasl_user(user: (&str, &str)) -> zk_proto::ClientBuilder {
@@ -104,7 +67,7 @@ async fn create_bobs_secret(bob: &zk_proto::Client) {
 
 #[tokio::test]
 async fn an_authenticated_session_is_its_sasl_user_and_sasl_acls_apply() {
-    let jaas = Jaas::new();
+    let jaas = jaas();
     let server = sasl_server(&jaas, false).await;
     let bob = connect_with(sasl_user(BOB), &server.connect_string()).await;
     let who = within("whoAmI", CALL, bob.who_am_i())
@@ -139,7 +102,7 @@ async fn an_authenticated_session_is_its_sasl_user_and_sasl_acls_apply() {
 
 #[tokio::test]
 async fn a_wrong_password_or_an_unknown_user_fails_with_auth_failed_and_no_retry() {
-    let jaas = Jaas::new();
+    let jaas = jaas();
     let server = sasl_server(&jaas, false).await;
     for (user, password) in [(BOB.0, "wrong"), ("mallory", "anything")] {
         let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
@@ -159,7 +122,7 @@ async fn a_wrong_password_or_an_unknown_user_fails_with_auth_failed_and_no_retry
 
 #[tokio::test]
 async fn the_session_authenticates_again_after_a_server_restart() {
-    let jaas = Jaas::new();
+    let jaas = jaas();
     let server = std::sync::Arc::new(sasl_server(&jaas, false).await);
     let bob = connect_with(sasl_user(BOB), &server.connect_string()).await;
     create_bobs_secret(&bob).await;
@@ -188,8 +151,8 @@ async fn the_session_authenticates_again_after_a_server_restart() {
 
 #[tokio::test]
 async fn the_session_authenticates_again_after_moving_to_another_server() {
-    let jaas = Jaas::new();
-    let ensemble = start_ensemble(jaas.configure_ensemble(Ensemble::builder(3))).await;
+    let jaas = jaas();
+    let ensemble = start_ensemble(Ensemble::builder(3).sasl_digest(&jaas)).await;
     let addrs = ensemble.addrs();
     let connect_string = format!("{},{}", addrs[0], addrs[1]);
     let bob = connect_with(sasl_user(BOB).keep_host_order(true), &connect_string).await;
@@ -216,7 +179,7 @@ async fn the_session_authenticates_again_after_moving_to_another_server() {
 
 #[tokio::test]
 async fn a_server_that_enforces_sasl_serves_authenticated_sessions_only() {
-    let jaas = Jaas::new();
+    let jaas = jaas();
     let server = sasl_server(&jaas, true).await;
     let bob = connect_with(sasl_user(BOB), &server.connect_string()).await;
     within(

@@ -205,10 +205,7 @@ impl Realm {
     /// the KDC when it starts: start the KDC first.
     pub fn configure_server(&self, builder: ZkServerBuilder) -> ZkServerBuilder {
         builder
-            .config(
-                "authProvider.1",
-                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-            )
+            .config("authProvider.1", crate::SASL_PROVIDER)
             .system_property(
                 "java.security.auth.login.config",
                 self.server_jaas().display(),
