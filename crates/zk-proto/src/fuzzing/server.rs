@@ -361,14 +361,29 @@ impl Harness {
                     expect.drop = Some(true);
                     return;
                 };
-                if head.xid != xid || frame.len() < ReplyHeader::MIN_LEN {
+                if frame.len() < ReplyHeader::MIN_LEN {
                     expect.drop = Some(true);
                     return;
                 }
-                self.conn.in_flight.pop_front();
-                expect.drop = Some(false);
                 let header = ReplyHeader::decode(&mut jute::Reader::new(frame.clone()))
                     .unwrap_or_else(|e| panic!("a 16-byte reply header: {e}"));
+                // A read-only server's `NotReadOnly` may overtake older requests; any other
+                // reply out of order is a violation.
+                let overtaking = head.xid != xid
+                    && header.err == ErrorCode::NOT_READ_ONLY
+                    && self.session.state() == SessionState::ConnectedReadOnly;
+                let index = if head.xid == xid {
+                    Some(0)
+                } else if overtaking {
+                    self.conn.in_flight.iter().position(|sent| sent.xid == xid)
+                } else {
+                    None
+                };
+                let Some(head) = index.and_then(|i| self.conn.in_flight.remove(i)) else {
+                    expect.drop = Some(true);
+                    return;
+                };
+                expect.drop = Some(false);
                 if header.zxid > 0 {
                     self.last_zxid = header.zxid;
                 }

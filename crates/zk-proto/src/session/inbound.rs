@@ -74,15 +74,18 @@ impl Session {
             }
             _ => {
                 let head = self.pending.front().ok_or(ProtocolError::UnknownXid(xid))?;
-                if head.xid != xid {
-                    return Err(ProtocolError::XidOutOfOrder {
-                        expected: head.xid,
-                        got: xid,
-                    });
-                }
+                let head_xid = head.xid;
                 let op_code = head.op_code;
                 let mut reader = Reader::new(frame);
                 let header = ReplyHeader::decode(&mut reader)?;
+                if head_xid != xid {
+                    return self
+                        .overtaking_refusal(&header)
+                        .ok_or(ProtocolError::XidOutOfOrder {
+                            expected: head_xid,
+                            got: xid,
+                        });
+                }
                 let Some(pending) = self.pending.pop_front() else {
                     return Err(ProtocolError::UnknownXid(xid));
                 };
@@ -108,6 +111,25 @@ impl Session {
                 Ok(())
             }
         }
+    }
+
+    /// A reply that overtook older requests, accepted in the one case the server does it on
+    /// purpose: a read-only server refuses a write with `NotReadOnly` as soon as it sees it
+    /// (its first request processor answers at once), ahead of the reads queued before it.
+    /// The Java client drops the connection there ("Xid out of order"); the order of the
+    /// other replies is still checked. `None` for any other reply out of order.
+    fn overtaking_refusal(&mut self, header: &ReplyHeader) -> Option<()> {
+        if self.state != SessionState::ConnectedReadOnly || header.err != ErrorCode::NOT_READ_ONLY {
+            return None;
+        }
+        let index = self.pending.iter().position(|p| p.xid == header.xid)?;
+        let pending = self.pending.remove(index)?;
+        if header.zxid > 0 {
+            self.last_zxid = header.zxid;
+        }
+        self.answered(pending.sent_at);
+        self.complete(pending, header.err, None);
+        Some(())
     }
 
     /// The server answered something we sent at `sent`.

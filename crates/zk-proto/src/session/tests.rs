@@ -268,6 +268,100 @@ fn a_reply_out_of_order_drops_the_connection_and_fails_what_was_in_flight() {
     assert_eq!(request.passwd.as_deref(), Some(&[7u8; 16][..]));
 }
 
+/// A write and a read in flight on a session of the given kind; the server answers the write
+/// with `NotReadOnly` first, as a read-only server does (its first processor refuses writes at
+/// once, ahead of the reads queued before them).
+fn refusal_overtakes_a_read(read_only_server: bool) -> (Harness, RequestId, RequestId) {
+    let mut h = Harness::new(SessionConfig {
+        read_only: true,
+        ..config()
+    });
+    h.connect();
+    h.server_says(
+        ConnectResponse {
+            protocol_version: 0,
+            time_out: 30_000,
+            session_id: 9,
+            passwd: Some(Bytes::from_static(&[1; 16])),
+            read_only: Some(read_only_server),
+        }
+        .to_bytes(),
+    );
+    h.events();
+    let read = h.submit(get_data("/a", true));
+    let write = h.submit(Op::Create {
+        path: "/b".into(),
+        data: Bytes::new(),
+        acl: vec![],
+        mode: CreateMode::PERSISTENT,
+        ttl: None,
+    });
+    let sent = h.sent();
+    h.server_says(frame(
+        ReplyHeader {
+            xid: sent[1].0.xid,
+            zxid: 5,
+            err: ErrorCode::NOT_READ_ONLY,
+        },
+        (),
+    ));
+    (h, read, write)
+}
+
+#[test]
+fn a_read_only_server_refusing_a_write_ahead_of_a_read_keeps_the_connection() {
+    let (mut h, read, write) = refusal_overtakes_a_read(true);
+    assert_eq!(replies(&h.events()), [(write, Err(Error::NotReadOnly))]);
+    let read_xid = h
+        .session
+        .pending
+        .front()
+        .expect("the read is in flight")
+        .xid;
+    h.server_says(frame(
+        ok(read_xid, 5),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    let events = h.events();
+    assert!(matches!(&replies(&events)[..], [(id, Ok(_))] if *id == read));
+    assert_eq!(h.session.state(), SessionState::ConnectedReadOnly);
+    assert_eq!(h.session.watch_count(), 1, "the read armed its watch");
+    // Only a refusal may overtake: any other reply out of order still drops the connection.
+    let first = h.submit(get_data("/c", false));
+    h.submit(get_data("/d", false));
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[1].0.xid, 6),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    let events = h.events();
+    assert!(replies(&events).contains(&(first, Err(Error::ConnectionLoss))));
+    assert!(events.contains(&SessionEvent::State(SessionState::Disconnected)));
+}
+
+#[test]
+fn a_read_write_server_refusing_out_of_order_drops_the_connection() {
+    let (mut h, read, write) = refusal_overtakes_a_read(false);
+    let events = h.events();
+    assert_eq!(
+        replies(&events),
+        [
+            (read, Err(Error::ConnectionLoss)),
+            (write, Err(Error::ConnectionLoss))
+        ]
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SessionEvent::DropConnection(Error::Protocol(ProtocolError::XidOutOfOrder { .. }))
+    )));
+}
+
 #[test]
 fn a_reply_with_nothing_in_flight_is_a_protocol_error() {
     let mut h = Harness::new(config());
