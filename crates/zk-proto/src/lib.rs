@@ -52,7 +52,7 @@ pub use client::{
 };
 pub use error::{ConnectFailure, Error, ProtocolError, Result, TlsConfigError, TlsFailure};
 pub use jute;
-pub use jute::{AddWatchMode, CreateMode, EventType, Perms, Stat, WatcherType};
+pub use jute::{AddWatchMode, CreateMode, EventType, KeeperState, Perms, Stat, WatcherType};
 pub use session::{MultiOperation, SessionState, WatchedEvent};
 #[cfg(feature = "tls")]
 pub use tls::TlsOptions;

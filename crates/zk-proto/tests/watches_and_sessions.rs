@@ -4,7 +4,10 @@ mod support;
 
 use std::time::Duration;
 
-use zk_proto::{AddWatchMode, CreateOptions, Error, EventType, SessionState, WatcherType};
+use zk_proto::{
+    AddWatchMode, CreateOptions, Error, EventType, KeeperState, SessionState, WatchedEvent,
+    WatcherType,
+};
 use zk_testkit::Ensemble;
 use zk_testkit::client::{builder, connect, start_ensemble, wait_for_state, within};
 use zk_testkit::fault::FaultProxy;
@@ -139,10 +142,24 @@ async fn a_change_made_while_cut_off_fires_after_reconnect() {
         .await
         .expect("create");
     let (_, _, watch) = client.get_data_watch("/cut").await.expect("getData");
+    let mut persistent = client
+        .add_watch("/cut", AddWatchMode::PERSISTENT)
+        .await
+        .expect("addWatch");
     let session = client.session_id();
+    let marker = |state| WatchedEvent {
+        event_type: EventType::NONE,
+        state,
+        path: String::new(),
+    };
 
     proxy.isolate();
     wait_for_state(&client, SessionState::Disconnected, EVENT_WAIT).await;
+    // The persistent watcher is told that events may be missed from here on.
+    assert_eq!(
+        within("the lost marker", EVENT_WAIT, persistent.next()).await,
+        Ok(marker(KeeperState::DISCONNECTED))
+    );
     // Queued while disconnected; sent after the watches are re-armed.
     let queued = client.get_data("/cut");
     other
@@ -164,6 +181,11 @@ async fn a_change_made_while_cut_off_fires_after_reconnect() {
     );
     assert_eq!(client.state(), SessionState::Connected);
     assert_eq!(client.session_id(), session, "same session");
+    // ... and that the watch is armed again: what follows comes from the new connection.
+    assert_eq!(
+        within("the ready marker", EVENT_WAIT, persistent.next()).await,
+        Ok(marker(KeeperState::SYNC_CONNECTED))
+    );
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! `watch [-R] [--count N] PATH`: a persistent (recursive) watch, one line or JSON object per
 //! event, until interrupted.
 
-use zk_proto::{AddWatchMode, Client, SessionState};
+use zk_proto::{AddWatchMode, Client, EventType, KeeperState};
 
 use super::zk_failure;
 use crate::exit::Outcome;
@@ -27,9 +27,6 @@ pub(super) async fn watch(
         .add_watch(path, mode)
         .await
         .map_err(|e| zk_failure("watch", path, &e))?;
-    let mut states = client.state_watcher();
-    let mut states_open = true;
-    let mut connected = true;
     let mut seen = 0u64;
     if out.verbose {
         say!(
@@ -41,6 +38,19 @@ pub(super) async fn watch(
         tokio::select! {
             event = watcher.next() => {
                 let event = event.map_err(|e| zk_failure("watch", path, &e))?;
+                // The client tells a persistent watcher when its connection goes and comes
+                // back (same session, watch re-armed): said on stderr, not counted.
+                if event.event_type == EventType::NONE {
+                    say!(
+                        "{}",
+                        if event.state == KeeperState::DISCONNECTED {
+                            "connection lost: changes made until it is back are not reported"
+                        } else {
+                            "connection back, same session: watching again"
+                        }
+                    );
+                    continue;
+                }
                 if out.json {
                     out.json(&EventJson::from(&event))?;
                 } else {
@@ -52,28 +62,6 @@ pub(super) async fn watch(
                 }
             }
             _ = signals.recv() => return Ok(0),
-            changed = states.changed(), if states_open => {
-                if changed.is_err() {
-                    // The client is gone; the watcher reports why next.
-                    states_open = false;
-                    continue;
-                }
-                let now = matches!(
-                    *states.borrow_and_update(),
-                    SessionState::Connected | SessionState::ConnectedReadOnly
-                );
-                if now != connected && !states.borrow().is_terminal() {
-                    connected = now;
-                    say!(
-                        "{}",
-                        if now {
-                            "connection back, same session: watching again"
-                        } else {
-                            "connection lost: changes made until it is back are not reported"
-                        }
-                    );
-                }
-            }
         }
     }
 }

@@ -41,6 +41,13 @@ impl OneshotWatcher {
 /// Read it with [`next`](Self::next), or as a [`Stream`] of `Result<WatchedEvent>` (which ends
 /// after the error that ends the watch).
 ///
+/// The connection's ups and downs come in the stream too, as events of type
+/// [`EventType::NONE`](crate::EventType::NONE) with an empty path:
+/// [`KeeperState::DISCONNECTED`](crate::KeeperState::DISCONNECTED) when the connection is lost
+/// (changes from then on may be missed: the server does not replay them), then
+/// [`KeeperState::SYNC_CONNECTED`](crate::KeeperState::SYNC_CONNECTED) (or
+/// `CONNECTED_READ_ONLY`) when the same session is connected again and the watch re-armed.
+///
 /// Events are buffered up to the client's watch capacity
 /// ([`ClientBuilder::watch_capacity`](crate::ClientBuilder::watch_capacity)); a consumer that
 /// falls further behind gets [`Error::WatchOverflow`] and the stream ends, because the

@@ -58,6 +58,8 @@ pub(super) struct Step {
     pub(super) replies: Vec<(RequestId, Result<Response, Error>, bool)>,
     pub(super) fired: BTreeSet<RequestId>,
     pub(super) removed: BTreeMap<RequestId, EventType>,
+    /// The persistent watchers told of a connection lost or ready, by marker state.
+    pub(super) markers: BTreeMap<i32, BTreeSet<RequestId>>,
     pub(super) lost: BTreeSet<RequestId>,
     pub(super) states: Vec<SessionState>,
     pub(super) dropped: bool,
@@ -227,6 +229,40 @@ impl Checker {
         }
     }
 
+    /// A persistent watcher told that the connection was lost or is ready: it comes right
+    /// after the state it reports, once per watcher and change.
+    fn connection_marker(&mut self, id: RequestId, kind: WatchKind, event: &WatchedEvent) {
+        assert!(
+            kind.is_persistent(),
+            "connection marker {event:?} for the one-shot {id:?}"
+        );
+        let expected = match self.state {
+            SessionState::Disconnected => KeeperState::DISCONNECTED,
+            SessionState::Connected => KeeperState::SYNC_CONNECTED,
+            SessionState::ConnectedReadOnly => KeeperState::CONNECTED_READ_ONLY,
+            other => panic!("connection marker {event:?} for {id:?} in state {other:?}"),
+        };
+        assert_eq!(event.state, expected, "connection marker for {id:?}");
+        assert!(event.path.is_empty(), "connection marker with a path");
+        assert!(
+            self.step
+                .markers
+                .entry(event.state.0)
+                .or_default()
+                .insert(id),
+            "{id:?} told twice of {:?}",
+            event.state
+        );
+    }
+
+    /// Every persistent watch still armed (connection markers are owed to these).
+    pub(super) fn armed_persistent(&self) -> BTreeSet<RequestId> {
+        self.armed()
+            .filter(|(_, kind, _)| kind.is_persistent())
+            .map(|(id, _, _)| id)
+            .collect()
+    }
+
     pub(super) fn reply(
         &mut self,
         id: RequestId,
@@ -318,6 +354,10 @@ impl Checker {
         }) else {
             panic!("watch event for {id:?}, which set no watch");
         };
+        if event.event_type == EventType::NONE {
+            self.connection_marker(id, kind, event);
+            return;
+        }
         let removal = matches!(
             event.event_type,
             EventType::DATA_WATCH_REMOVED

@@ -518,6 +518,28 @@ impl Harness {
         if step.notification.is_some() {
             assert_eq!(step.fired, step.fires, "the watches a notification fired");
         }
+        // Every persistent watch is told when the connection goes and when it is back.
+        if !self.checker.state.is_terminal() {
+            let armed = self.checker.armed_persistent();
+            let told = |state: KeeperState| step.markers.get(&state.0).cloned().unwrap_or_default();
+            let lost =
+                state_before.is_connected() && step.states.contains(&SessionState::Disconnected);
+            let ready = step.states.iter().any(|s| s.is_connected());
+            assert_eq!(
+                told(KeeperState::DISCONNECTED),
+                if lost { armed.clone() } else { BTreeSet::new() },
+                "told of the lost connection"
+            );
+            let ready_markers: BTreeSet<RequestId> = told(KeeperState::SYNC_CONNECTED)
+                .union(&told(KeeperState::CONNECTED_READ_ONLY))
+                .copied()
+                .collect();
+            assert_eq!(
+                ready_markers,
+                if ready { armed } else { BTreeSet::new() },
+                "told of the connection ready"
+            );
+        }
         if let Some((id, removals)) = &expect.removals {
             let succeeded = step
                 .replies

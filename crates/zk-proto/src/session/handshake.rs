@@ -5,11 +5,17 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use jute::{AuthPacket, ConnectRequest, ConnectResponse, Encode, OpCode, decode_exact};
+use jute::{
+    AuthPacket, ConnectRequest, ConnectResponse, Encode, EventType, KeeperState, OpCode,
+    decode_exact,
+};
 
 use super::request::{AfterReply, Encoded};
 use super::watch::SetWatchesBatch;
-use super::{Link, Outgoing, RequestId, Session, SessionEvent, SessionState, Timing, duration_ms};
+use super::{
+    Link, Outgoing, RequestId, Session, SessionEvent, SessionState, Timing, WatchedEvent,
+    duration_ms,
+};
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
 use crate::path::Chroot;
@@ -339,6 +345,29 @@ impl Session {
         } else {
             SessionState::Connected
         });
+        self.tell_persistent_watchers(if read_only {
+            KeeperState::CONNECTED_READ_ONLY
+        } else {
+            KeeperState::SYNC_CONNECTED
+        });
+    }
+
+    /// Tells every persistent watcher that the connection was lost or is ready again (an
+    /// event of type `None` with that state and no path, as the Java client does): a
+    /// consumer that mirrors the tree knows when events may have been missed and when to
+    /// read again. The re-arming requests go before anything else on the new connection, so
+    /// every event after the ready marker comes from a re-armed watch.
+    fn tell_persistent_watchers(&mut self, state: KeeperState) {
+        for id in self.watches.persistent() {
+            self.events.push_back(SessionEvent::Watch {
+                id,
+                event: WatchedEvent {
+                    event_type: EventType::NONE,
+                    state,
+                    path: String::new(),
+                },
+            });
+        }
     }
 
     /// The handshake failed (timed out, or its reply was malformed).
@@ -399,6 +428,7 @@ impl Session {
             return;
         } else if self.state.is_connected() {
             self.set_state(SessionState::Disconnected);
+            self.tell_persistent_watchers(KeeperState::DISCONNECTED);
         }
         self.attempt_ended(now, lasted, failure);
     }

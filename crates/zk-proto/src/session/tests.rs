@@ -629,6 +629,60 @@ fn persistent_watches_are_rearmed_with_set_watches2() {
 }
 
 #[test]
+fn persistent_watchers_are_told_when_the_connection_is_lost_and_ready_again() {
+    let mut h = Harness::new(config());
+    h.establish(1, 30_000);
+    h.events();
+    let persistent = persistent_watch(&mut h, "/p");
+    let one_shot = h.submit(get_data("/d", true));
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 2),
+        GetDataResponse {
+            data: None,
+            stat: stat(0),
+        },
+    ));
+    h.events();
+    let marker = |state| SessionEvent::Watch {
+        id: persistent,
+        event: WatchedEvent {
+            event_type: EventType::NONE,
+            state,
+            path: String::new(),
+        },
+    };
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    assert_eq!(
+        h.events(),
+        [
+            SessionEvent::State(SessionState::Disconnected),
+            marker(KeeperState::DISCONNECTED)
+        ],
+        "the one-shot watcher {one_shot:?} is not told"
+    );
+    // A failed attempt while disconnected tells nobody again.
+    h.session.handle_connected(h.now);
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    assert!(
+        !h.events()
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Watch { .. })),
+        "no second marker"
+    );
+    h.establish(1, 30_000);
+    assert_eq!(
+        h.events(),
+        [
+            SessionEvent::State(SessionState::Connected),
+            marker(KeeperState::SYNC_CONNECTED)
+        ]
+    );
+    // Re-armed before anything else: the server's next event comes from the re-armed watch.
+    assert_eq!(h.sent()[0].0.op_code, OpCode::SET_WATCHES2);
+}
+
+#[test]
 fn queued_requests_survive_a_disconnect_but_sent_ones_fail() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);

@@ -185,6 +185,19 @@ impl WatchRegistry {
         forgotten
     }
 
+    /// The persistent watchers (both kinds), in id order: they outlive a connection, so they
+    /// are told when it is lost and when the next one is ready.
+    pub(crate) fn persistent(&self) -> Vec<RequestId> {
+        let mut ids: Vec<RequestId> = self
+            .by_path
+            .values()
+            .flat_map(|watches| watches.persistent.iter().chain(&watches.recursive))
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Empties the registry, returning every watcher (to report them lost).
     pub(crate) fn drain(&mut self) -> Vec<RequestId> {
         self.count = 0;
