@@ -13,3 +13,5 @@ scripts/install-kerberos.sh
 cargo test --workspace --locked "$@"
 # The `kerberos` feature is off in the workspace run: its tests are a target of their own.
 cargo test -p zk-proto --features kerberos --locked --test kerberos
+# docs/security.md's Kerberos examples compile only with the feature.
+cargo test -p zk-proto --features kerberos --locked --doc

@@ -65,6 +65,11 @@ fn main() -> ExitCode {
                 run: a_ticket_cache_filled_by_kinit_authenticates_the_session,
             },
             KdcTest {
+                name: "clients_of_one_process_use_their_own_keytab_and_credential_cache",
+                client_keytab: None,
+                run: clients_of_one_process_use_their_own_keytab_and_credential_cache,
+            },
+            KdcTest {
                 name: "a_sasl_acl_allows_its_principal_and_refuses_other_sessions",
                 client_keytab: Some(ALICE),
                 run: a_sasl_acl_allows_its_principal_and_refuses_other_sessions,
@@ -224,6 +229,60 @@ fn a_ticket_cache_filled_by_kinit_authenticates_the_session(realm: &Realm) {
             &server,
             as_principal(realm, ALICE),
             "a principal not in the cache",
+        )
+        .await;
+    });
+}
+
+fn clients_of_one_process_use_their_own_keytab_and_credential_cache(realm: &Realm) {
+    block_on(async {
+        let server = kerberos_server(realm).await;
+        // Bob's ticket in a cache of its own, not the process's default one.
+        let bob_cache = format!("FILE:{}", realm.dir().join("bob-own-cache").display());
+        let (kinit_realm, kinit_cache) = (realm.clone(), bob_cache.clone());
+        blocking(move || kinit_realm.kinit(BOB, &kinit_cache))
+            .await
+            .expect("kinit");
+        let keytab = realm.keytab(ALICE).display().to_string();
+        let alice = connect_with(
+            builder().sasl_kerberos(
+                options()
+                    .with_principal(realm.principal(ALICE))
+                    .with_client_keytab(keytab.clone()),
+            ),
+            &server.connect_string(),
+        )
+        .await;
+        let bob = connect_with(
+            builder().sasl_kerberos(options().with_ccache(bob_cache)),
+            &server.connect_string(),
+        )
+        .await;
+        // Both at once, each as its own principal.
+        for (client, principal, other) in [(&alice, ALICE, BOB), (&bob, BOB, ALICE)] {
+            let who = within("whoAmI", CALL, client.who_am_i())
+                .await
+                .expect("whoAmI");
+            assert!(who.contains(&identity(realm, principal)), "{who:?}");
+            assert!(!who.contains(&identity(realm, other)), "{who:?}");
+        }
+        // The keytab's tickets went to a cache of the client's, not to the process's default
+        // one, which still holds nothing: a client on the defaults has no credentials.
+        assert_refused(
+            &server,
+            builder().sasl_kerberos(options()),
+            "the default cache stays empty",
+        )
+        .await;
+        // A keytab that does not exist is a refusal of its own, not a fallback to defaults.
+        assert_refused(
+            &server,
+            builder().sasl_kerberos(
+                options()
+                    .with_principal(realm.principal(ALICE))
+                    .with_client_keytab(format!("{keytab}.missing")),
+            ),
+            "a missing keytab",
         )
         .await;
     });

@@ -18,11 +18,15 @@
 //!    identity from the authenticated principal);
 //! 5. the server's last reply carries no token: authenticated.
 //!
-//! The credentials are the library's: the default credential cache (`KRB5CCNAME`, or
-//! `default_ccache_name` in krb5.conf) holds a ticket-granting ticket, or MIT's client keytab
-//! (`KRB5_CLIENT_KTNAME`, or `default_client_keytab_name`) holds the principal's keys and the
-//! library asks the KDC for a ticket with them. [`KerberosOptions::with_principal`] picks the
-//! principal (a cache of a collection, or an entry of the client keytab).
+//! The credentials come from a credential cache that holds a ticket-granting ticket, or from
+//! a client keytab that holds the principal's keys (the library then asks the KDC for a
+//! ticket with them). By default they are the process's: `KRB5CCNAME` (or
+//! `default_ccache_name` in krb5.conf) and MIT's `KRB5_CLIENT_KTNAME` (or
+//! `default_client_keytab_name`). [`KerberosOptions::with_ccache`] and
+//! [`KerberosOptions::with_client_keytab`] name them per client instead (MIT's credential
+//! store, `gss_acquire_cred_from`), so one process can hold sessions as several principals.
+//! [`KerberosOptions::with_principal`] picks the principal (a cache of a collection, or an
+//! entry of the keytab).
 
 use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext as _};
 use libgssapi::credential::{Cred, CredUsage};
@@ -66,6 +70,17 @@ pub struct KerberosOptions {
     /// `None` (the default): the default credential cache's principal, or the first of the
     /// client keytab.
     pub principal: Option<String>,
+    /// The credential cache to read the ticket-granting ticket from (and to keep tickets
+    /// in), e.g. `FILE:/run/app/krb5cc` or `DIR:/run/app/cc`; `None` (the default): the
+    /// process's default cache, unless a client keytab is set (see
+    /// [`client_keytab`](Self::client_keytab)).
+    pub ccache: Option<String>,
+    /// The client keytab holding the principal's keys, e.g. `/etc/app/client.keytab`;
+    /// `None` (the default): the process's default client keytab. When set without a
+    /// credential cache, the tickets obtained with it are kept in a memory cache of this
+    /// process named after the keytab and the principal, so they are neither read from nor
+    /// written to the default cache.
+    pub client_keytab: Option<String>,
 }
 
 impl Default for KerberosOptions {
@@ -74,6 +89,8 @@ impl Default for KerberosOptions {
             service: DEFAULT_SERVICE.to_owned(),
             host: None,
             principal: None,
+            ccache: None,
+            client_keytab: None,
         }
     }
 }
@@ -101,6 +118,44 @@ impl KerberosOptions {
         self
     }
 
+    /// These options with a credential cache of their own (see
+    /// [`ccache`](Self::ccache)).
+    #[must_use]
+    pub fn with_ccache(mut self, ccache: impl Into<String>) -> Self {
+        self.ccache = Some(ccache.into());
+        self
+    }
+
+    /// These options with a client keytab of their own (see
+    /// [`client_keytab`](Self::client_keytab)).
+    #[must_use]
+    pub fn with_client_keytab(mut self, keytab: impl Into<String>) -> Self {
+        self.client_keytab = Some(keytab.into());
+        self
+    }
+
+    /// The credential store these options name, if any: `None` takes the process's
+    /// defaults.
+    fn store(&self) -> Option<zk_gss_store::CredStore> {
+        if self.ccache.is_none() && self.client_keytab.is_none() {
+            return None;
+        }
+        let mut store = zk_gss_store::CredStore::default();
+        store.ccache = self.ccache.clone().or_else(|| {
+            // A keytab alone: its tickets stay in this process, one cache per identity.
+            let keytab = self.client_keytab.as_deref().unwrap_or_default();
+            let principal = self.principal.as_deref().unwrap_or_default();
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&(keytab, principal), &mut hasher);
+            Some(format!(
+                "MEMORY:zk-proto-{:016x}",
+                std::hash::Hasher::finish(&hasher)
+            ))
+        });
+        store.client_keytab = self.client_keytab.clone();
+        Some(store)
+    }
+
     /// The server's host-based service name for a connection to `connected_host`:
     /// `<service>@<host>`.
     pub fn target(&self, connected_host: &str) -> String {
@@ -117,6 +172,8 @@ impl KerberosOptions {
 pub struct Gssapi {
     target: String,
     principal: Option<String>,
+    /// The client's own credential cache or keytab; `None`: the process's defaults.
+    store: Option<zk_gss_store::CredStore>,
     state: State,
 }
 
@@ -152,7 +209,8 @@ impl Gssapi {
             )));
         }
         let target = options.target(connected_host);
-        for name in std::iter::once(&target).chain(options.principal.as_ref()) {
+        let named = [&options.principal, &options.ccache, &options.client_keytab];
+        for name in std::iter::once(&target).chain(named.into_iter().flatten()) {
             if name.contains('\0') {
                 return Err(SaslError::Mechanism(format!(
                     "a Kerberos name with a NUL: {name:?}"
@@ -162,6 +220,7 @@ impl Gssapi {
         Ok(Gssapi {
             target,
             principal: options.principal.clone(),
+            store: options.store(),
             state: State::Start,
         })
     }
@@ -173,25 +232,35 @@ impl Gssapi {
 
     /// A new security context: the client's credentials and the server's name.
     fn new_context(&self) -> Result<ClientCtx, SaslError> {
-        let mut mechanisms = OidSet::new();
-        mechanisms
-            .add(GSS_MECH_KRB5)
-            .map_err(gss("building the mechanism set"))?;
-        let principal = self
-            .principal
-            .as_ref()
-            .map(|principal| {
-                Name::new(principal.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL))
-                    .map_err(gss("reading the client principal"))
-            })
-            .transpose()?;
-        let credentials = Cred::acquire(
-            principal.as_ref(),
-            None,
-            CredUsage::Initiate,
-            Some(&mechanisms),
-        )
-        .map_err(gss("acquiring the client's Kerberos credentials"))?;
+        const ACQUIRING: &str = "acquiring the client's Kerberos credentials";
+        let credentials = match &self.store {
+            Some(store) => zk_gss_store::acquire_initiator(self.principal.as_deref(), store)
+                .map_err(|error| match error {
+                    zk_gss_store::AcquireError::Gss(error) => gss(ACQUIRING)(error),
+                    other => SaslError::Mechanism(other.to_string()),
+                })?,
+            None => {
+                let mut mechanisms = OidSet::new();
+                mechanisms
+                    .add(GSS_MECH_KRB5)
+                    .map_err(gss("building the mechanism set"))?;
+                let principal = self
+                    .principal
+                    .as_ref()
+                    .map(|principal| {
+                        Name::new(principal.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL))
+                            .map_err(gss("reading the client principal"))
+                    })
+                    .transpose()?;
+                Cred::acquire(
+                    principal.as_ref(),
+                    None,
+                    CredUsage::Initiate,
+                    Some(&mechanisms),
+                )
+                .map_err(gss(ACQUIRING))?
+            }
+        };
         let target = Name::new(self.target.as_bytes(), Some(GSS_NT_HOSTBASED_SERVICE))
             .map_err(gss("reading the server's name"))?;
         Ok(ClientCtx::new(

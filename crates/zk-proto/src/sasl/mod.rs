@@ -9,7 +9,7 @@
 //!
 //! [`SaslConfig::digest_md5`] is built in ([`DigestMd5`]); with the cargo feature `kerberos`,
 //! so is `SaslConfig::kerberos` (`Gssapi`, Kerberos V5 through the system's GSSAPI library;
-//! see docs/security-kerberos.md). Other mechanisms plug in with [`SaslConfig::custom`].
+//! see the Kerberos section of docs/security.md). Other mechanisms plug in with [`SaslConfig::custom`].
 
 mod digest_md5;
 #[cfg(feature = "kerberos")]
@@ -114,7 +114,7 @@ impl SaslConfig {
     /// keytab) for `options.principal`, and a ticket for `<service>@<host>` (`zookeeper@` the
     /// host of each connection by default). The server's `SASLAuthenticationProvider` then
     /// authenticates the session as `sasl:<principal>` (ZooKeeper's server may shorten it:
-    /// docs/security-kerberos.md).
+    /// the Kerberos section of docs/security.md).
     #[cfg(feature = "kerberos")]
     pub fn kerberos(options: KerberosOptions) -> Self {
         SaslConfig::custom("GSSAPI", move |host| {
