@@ -199,8 +199,32 @@ fn tls_runs_measure_plaintext_and_tls_side_by_side() {
         "handoff_p50@tls/handoff_p50",
         "pipelined_get_ops@tls/pipelined_get_ops",
     ] {
-        assert!(finite(line(&lines, ratio), "ratio") > 0.0, "{ratio}");
+        // Interleaved: the median of the 4 blocks' ratios, inside their spread.
+        let l = line(&lines, ratio);
+        let median = finite(l, "ratio");
+        assert!(median > 0.0, "{ratio}");
+        assert_eq!(l.get("blocks").and_then(Value::as_u64), Some(4), "{ratio}");
+        let spread = l
+            .get("ratio_spread")
+            .and_then(Value::as_array)
+            .unwrap_or_else(|| panic!("{ratio}: no spread in {l}"));
+        let (lo, hi) = (
+            spread[0].as_f64().unwrap_or(f64::NAN),
+            spread[1].as_f64().unwrap_or(f64::NAN),
+        );
+        assert!(
+            lo <= median && median <= hi,
+            "{ratio}: {median} not in [{lo}, {hi}]"
+        );
+        finite(l, "pooled_ratio");
     }
+    // Each side pooled over its blocks.
+    assert_eq!(
+        line(&lines, "lock_cycle@tls")
+            .get("blocks")
+            .and_then(Value::as_u64),
+        Some(4)
+    );
 }
 
 #[test]

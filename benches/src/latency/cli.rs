@@ -18,14 +18,17 @@ Target (default: a local standalone ZooKeeper 3.8 started with the test kit, for
   --ensemble                 start a local three-server ensemble instead
   --no-fsync                 start the local server(s) with forceSync=no
   --stock-server             start the local server(s) with ZooKeeper's default thread pools
-  --tls                      start the local server with a TLS port too, and measure every
-                             workload in plaintext then over TLS in the same run (names @tls;
-                             ratios TLS/plaintext)
-  --sasl                     start the local server with SASL and measure with sessions
-                             authenticated by DIGEST-MD5
                              (by default their socket I/O runs in the selector thread, as
                              suits a small machine that the client shares; see
                              docs/performance.md)
+  --tls                      start the local server with a TLS port too, and measure every
+                             workload in plaintext and over TLS in alternating blocks of the
+                             same run (names @tls; ratios TLS/plaintext per block)
+  --sasl                     start the local server with SASL and measure with sessions
+                             authenticated by DIGEST-MD5
+  --blocks N                 split every count into N blocks, run one after the other (with
+                             --tls: plaintext, TLS, plaintext, ...); ratios are the median of
+                             the per-block ratios, with their spread [1; 4 with --tls]
 
 Counts (defaults in brackets; --scale multiplies every count, per-workload flags override):
   --scale F                  e.g. 0.01 for a smoke run [1]
@@ -90,6 +93,21 @@ impl Default for Counts {
 }
 
 impl Counts {
+    /// The measured counts of one of `blocks` blocks (rounded up, at least 1 each); warm-ups,
+    /// sessions, candidates and the in-flight window stay (each block warms up again).
+    pub fn per_block(self, blocks: usize) -> Counts {
+        let b = |n: usize| n.div_ceil(blocks.max(1)).max(1);
+        Counts {
+            raw_pairs: b(self.raw_pairs),
+            raw_gets: b(self.raw_gets),
+            pipelined_gets: b(self.pipelined_gets),
+            lock_cycles: b(self.lock_cycles),
+            contended_cycles: b(self.contended_cycles),
+            failover_rounds: b(self.failover_rounds),
+            ..self
+        }
+    }
+
     /// The counts multiplied by `scale` (at least 1 each; sessions, candidates and the
     /// in-flight window are not scaled).
     pub fn scaled(self, scale: f64) -> Counts {
@@ -122,6 +140,9 @@ pub struct Options {
     pub stock_server: bool,
     /// `--tls`: measure in plaintext and over TLS against a local TLS server.
     pub tls: bool,
+    /// `--blocks`: how many blocks each workload's counts are split into (`None`: 1, or 4
+    /// with `--tls`).
+    pub blocks: Option<usize>,
     /// `--sasl`: measure with SASL (DIGEST-MD5) sessions against a local SASL server.
     pub sasl: bool,
     /// `--json`: JSON lines instead of the table.
@@ -179,6 +200,7 @@ impl Options {
             no_fsync: false,
             stock_server: false,
             tls: false,
+            blocks: None,
             sasl: false,
             json: false,
             plot: None,
@@ -206,6 +228,15 @@ impl Options {
                 "--codec-no-java" => options.codec_no_java = true,
                 "--connect" => options.connect = Some(value("--connect")?),
                 "--plot" => options.plot = Some(PathBuf::from(value("--plot")?)),
+                "--blocks" => {
+                    let v = value("--blocks")?;
+                    options.blocks = Some(
+                        v.parse()
+                            .ok()
+                            .filter(|n: &usize| *n > 0)
+                            .ok_or_else(|| format!("--blocks: not a positive count: {v:?}"))?,
+                    );
+                }
                 "--scale" => {
                     let v = value("--scale")?;
                     scale = v

@@ -42,7 +42,14 @@ pub struct Metric {
 impl Metric {
     /// A metric with percentiles over `samples` (nearest rank).
     pub fn from_samples(name: &str, samples: &[Duration]) -> Metric {
-        let mut us: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+        Metric::from_samples_us(
+            name,
+            samples.iter().map(|d| d.as_secs_f64() * 1e6).collect(),
+        )
+    }
+
+    /// A metric with percentiles over `us`, samples in microseconds (nearest rank).
+    pub fn from_samples_us(name: &str, mut us: Vec<f64>) -> Metric {
         us.sort_by(f64::total_cmp);
         let pct = |p: f64| -> Option<f64> {
             if us.is_empty() {
@@ -186,8 +193,14 @@ const RATIOS: [RatioSpec; 8] = [
 
 /// The ratios between metrics (as metrics named like `lock_cycle_p50/raw_pair_p50` with the
 /// keys `ratio`, `target` and `target_met`), for those whose both sides were measured.
-pub fn ratios(metrics: &[Metric]) -> Vec<Metric> {
-    let find = |(name, field): (&str, Field)| {
+///
+/// `blocks` holds each block's metrics when the run was measured in blocks (see
+/// `blocks.rs`; empty or one block otherwise): a ratio is then the median of its per-block
+/// ratios (each side of a block measured next to the other), with `ratio_spread` (the
+/// smallest and largest block's) and `pooled_ratio` (between the pooled metrics) beside it,
+/// and its target is judged on that median.
+pub fn ratios(metrics: &[Metric], blocks: &[Vec<Metric>]) -> Vec<Metric> {
+    let find = |metrics: &[Metric], (name, field): (&str, Field)| {
         let m = metrics.iter().find(|m| m.name == name)?;
         match field {
             Field::P50 => m.p50_us,
@@ -197,7 +210,17 @@ pub fn ratios(metrics: &[Metric]) -> Vec<Metric> {
     RATIOS
         .iter()
         .filter_map(|spec| {
-            let ratio = find(spec.numerator)? / find(spec.denominator)?;
+            let of = |metrics: &[Metric]| {
+                Some(find(metrics, spec.numerator)? / find(metrics, spec.denominator)?)
+            };
+            let pooled = of(metrics)?;
+            let per_block: Vec<f64> = if blocks.len() > 1 {
+                blocks.iter().filter_map(|b| of(b)).collect()
+            } else {
+                Vec::new()
+            };
+            let median = super::blocks::median(per_block.clone());
+            let ratio = median.unwrap_or(pooled);
             let (target, met) = match spec.target {
                 Some((limit, at_most)) => {
                     let met = if at_most {
@@ -210,14 +233,25 @@ pub fn ratios(metrics: &[Metric]) -> Vec<Metric> {
                 }
                 None => (Value::Null, Value::Null),
             };
+            let mut extra = vec![
+                // NaN or infinity: null (and no ratio row in the table).
+                ("ratio", Value::from(ratio)),
+                ("target", target),
+                ("target_met", met),
+            ];
+            if median.is_some() {
+                let (lo, hi) = per_block
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                        (lo.min(r), hi.max(r))
+                    });
+                extra.push(("ratio_spread", Value::from(vec![lo, hi])));
+                extra.push(("pooled_ratio", Value::from(pooled)));
+                extra.push(("blocks", Value::from(per_block.len())));
+            }
             Some(Metric {
                 name: spec.name.to_owned(),
-                extra: vec![
-                    // NaN or infinity: null (and no ratio row in the table).
-                    ("ratio", Value::from(ratio)),
-                    ("target", target),
-                    ("target_met", met),
-                ],
+                extra,
                 ..Metric::default()
             })
         })
@@ -261,7 +295,7 @@ mod tests {
             metric("lock_contended", 300.0),
             metric("lock_contended_release", 250.0),
         ];
-        let out = ratios(&metrics);
+        let out = ratios(&metrics, &[]);
         let find = |name: &str| {
             out.iter()
                 .find(|m| m.name == name)

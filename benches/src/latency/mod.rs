@@ -12,6 +12,7 @@
 //!
 //! See `docs/performance.md` for the figures and how to read them.
 
+mod blocks;
 mod cli;
 mod metric;
 mod security;
@@ -62,6 +63,9 @@ impl Outcome {
 /// quick to start, slower to run. A benchmark's local servers get the full tiered JIT, as a
 /// production server has (HotSpot takes the last of repeated flags).
 const PRODUCTION_JIT: &str = "-XX:TieredStopAtLevel=4";
+
+/// Blocks per workload with `--tls` unless `--blocks` says otherwise.
+const TLS_BLOCKS: usize = 4;
 
 /// Heap of the benchmark's local servers, in MiB (the test kit's default is 256).
 const BENCH_HEAP_MB: u32 = 512;
@@ -171,6 +175,7 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
         }
     };
     let mut metrics = Vec::new();
+    let mut block_metrics: Vec<Vec<Metric>> = Vec::new();
     if !zk_workloads.is_empty() {
         let addrs = server_addrs(&connect)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -190,35 +195,63 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
             progress: !options.quiet,
             base: format!("/rzk-bench-{}", std::process::id()),
         };
-        metrics = runtime.block_on(workloads::run_all(&ctx, &zk_workloads))?;
-        // Over TLS, the same workloads against the same server, right after: the server's
-        // plaintext port stays for the counters (four-letter words).
-        if let Some(s) = server.as_ref().filter(|_| options.tls) {
-            let (tls_connect, certs) = s
-                .tls_connect_string()
-                .zip(s.tls_certs())
-                .ok_or("the local server has no TLS port")?;
-            let tls_ctx = workloads::Context {
-                connect: tls_connect,
-                builder: zk_proto::Client::builder()
-                    .follow_ensemble(false)
-                    .tls(zk_proto::TlsOptions::new().ca_pem_file(certs.ca())),
-                base: format!("/rzk-bench-tls-{}", std::process::id()),
-                ..ctx
-            };
-            let over_tls = runtime.block_on(workloads::run_all(&tls_ctx, &zk_workloads))?;
-            metrics.extend(over_tls.into_iter().map(|mut m| {
-                m.name.push_str(security::TLS_SUFFIX);
-                m
-            }));
+        // Over TLS, the same workloads against the same server: the server's plaintext port
+        // stays for the counters (four-letter words).
+        let tls_ctx = match server.as_ref().filter(|_| options.tls) {
+            Some(s) => {
+                let (tls_connect, certs) = s
+                    .tls_connect_string()
+                    .zip(s.tls_certs())
+                    .ok_or("the local server has no TLS port")?;
+                Some(workloads::Context {
+                    connect: tls_connect,
+                    builder: zk_proto::Client::builder()
+                        .follow_ensemble(false)
+                        .tls(zk_proto::TlsOptions::new().ca_pem_file(certs.ca())),
+                    base: format!("/rzk-bench-tls-{}", std::process::id()),
+                    ..ctx.clone()
+                })
+            }
+            None => None,
+        };
+        // In blocks, each variant's block right after the other's (plaintext, TLS, ...).
+        let block_count = options
+            .blocks
+            .unwrap_or(if options.tls { TLS_BLOCKS } else { 1 });
+        let variants: Vec<(workloads::Context, &str)> = std::iter::once((ctx, ""))
+            .chain(tls_ctx.map(|c| (c, security::TLS_SUFFIX)))
+            .map(|(c, suffix)| {
+                let counts = c.counts.per_block(block_count);
+                (workloads::Context { counts, ..c }, suffix)
+            })
+            .collect();
+        let mut per_variant: Vec<Vec<Vec<Metric>>> = vec![Vec::new(); variants.len()];
+        for block in 0..block_count {
+            if block_count > 1 && !options.quiet {
+                eprintln!("lock_latency: block {} of {block_count}", block + 1);
+            }
+            for ((ctx, suffix), blocks) in variants.iter().zip(&mut per_variant) {
+                let mut measured = runtime.block_on(workloads::run_all(ctx, &zk_workloads))?;
+                for m in &mut measured {
+                    m.name.push_str(suffix);
+                }
+                blocks.push(measured);
+            }
         }
+        for blocks in &per_variant {
+            metrics.extend(blocks::pool(blocks));
+        }
+        // Block i of every variant, together: the ratios' per-block sides.
+        block_metrics = (0..block_count)
+            .map(|i| per_variant.iter().flat_map(|b| b[i].clone()).collect())
+            .collect();
     }
     drop(ensemble);
     drop(server);
     if options.workloads.contains(&Workload::Codec) {
         metrics.extend(workloads::codec(options.codec_no_java, !options.quiet)?);
     }
-    let ratios = ratios(&metrics);
+    let ratios = ratios(&metrics, &block_metrics);
     metrics.extend(ratios);
     Ok(Outcome { target, metrics })
 }

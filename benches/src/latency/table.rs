@@ -75,9 +75,19 @@ pub fn to_table(target: &str, metrics: &[Metric]) -> String {
                 ),
                 _ => "(no target)".to_owned(),
             };
+            // Measured in blocks: the median's spread over the blocks.
+            let spread = match m.extra_value("ratio_spread").and_then(Value::as_array) {
+                Some(range) if range.len() == 2 => format!(
+                    "  [{:.3}-{:.3} over {} blocks]",
+                    range[0].as_f64().unwrap_or(f64::NAN),
+                    range[1].as_f64().unwrap_or(f64::NAN),
+                    m.extra_num("blocks").unwrap_or(f64::NAN)
+                ),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "  {:<40} {:>8.3}  {verdict}",
+                "  {:<40} {:>8.3}  {verdict}{spread}",
                 m.name,
                 m.extra_num("ratio").unwrap_or(f64::NAN),
             );
@@ -112,7 +122,11 @@ mod tests {
             metric("lock_contended", 300.0),
             metric("lock_contended_release", 250.0),
         ];
-        let all: Vec<Metric> = metrics.iter().cloned().chain(ratios(&metrics)).collect();
+        let all: Vec<Metric> = metrics
+            .iter()
+            .cloned()
+            .chain(ratios(&metrics, &[]))
+            .collect();
         let table = to_table("test", &all);
         assert!(
             table.contains(
