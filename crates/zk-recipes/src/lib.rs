@@ -4,11 +4,14 @@
 //!   tokens and loss reporting;
 //! - [`election`]: the leader latch (Curator-compatible), the master node, one-shot elections,
 //!   run-while-leading;
+//! - [`counter`]: a shared count (Curator's `SharedCount`) and an atomic long (Curator's
+//!   `DistributedAtomicLong`), with a stream of a count's changes;
 //! - [`barrier`] and [`queue`]: barriers, the double barrier, the start gate, FIFO and bounded
 //!   queues.
 //!
 //! Every fallible call returns [`Result`], whose error is [`Error`]: a ZooKeeper error
-//! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter.
+//! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter, a counter node
+//! holding data of the wrong length.
 //!
 //! # Timeouts
 //!
@@ -55,6 +58,7 @@
 
 pub mod barrier;
 mod cleanup;
+pub mod counter;
 mod deadline;
 pub mod election;
 mod error;

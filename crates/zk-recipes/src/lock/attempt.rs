@@ -106,7 +106,7 @@ pub(super) async fn cleanup(
 }
 
 /// Creates `path` and its missing ancestors as container nodes.
-pub(super) async fn ensure_parents(client: &Client, path: &str) -> Result<()> {
+pub(crate) async fn ensure_parents(client: &Client, path: &str) -> Result<()> {
     let mut missing = vec![path.to_owned()];
     while let Some(path) = missing.last().cloned() {
         match client

@@ -40,6 +40,7 @@ use zk_proto::Client;
 use crate::Error;
 use crate::Result;
 use attempt::Queue;
+pub(crate) use attempt::ensure_parents;
 pub use guard::{LockGuard, Validity};
 use rules::{Kind, MUTEX, READ, Rule, WRITE};
 
