@@ -367,6 +367,7 @@ impl Queue {
             node: Some(node),
             czxid,
             states: self.client.state_watcher(),
+            owner: None,
         }
     }
 }

@@ -30,8 +30,10 @@
 
 mod attempt;
 mod guard;
+mod reentrant;
 mod rules;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use zk_proto::Client;
@@ -60,8 +62,10 @@ pub const LEASE_NAME: &str = "lease-";
 /// path: `<path>/_c_<uuid>-lock-<seq>` nodes in Curator's order (every child of the path,
 /// sorted by the text after `lock-`); the first holds the lock.
 ///
-/// Not re-entrant: a second acquire from the same process waits behind the first like any
-/// other contender. The lock's parent node is created as a container node when missing.
+/// Not re-entrant by default: a second acquire through the same `Lock` waits behind the first
+/// like any other contender. [`Lock::reentrant`] makes a lock whose owner acquires it again
+/// without waiting, as Curator's `InterProcessMutex` does for a thread. The lock's parent node
+/// is created as a container node when missing.
 ///
 /// ```no_run
 /// # async fn example(client: zk_proto::Client) -> zk_recipes::Result<()> {
@@ -78,6 +82,8 @@ pub const LEASE_NAME: &str = "lease-";
 #[derive(Debug, Clone)]
 pub struct Lock {
     queue: Queue,
+    /// The owner's holds, for a re-entrant lock; shared by the clones.
+    owner: Option<Arc<reentrant::Owner>>,
 }
 
 impl Lock {
@@ -85,7 +91,42 @@ impl Lock {
     pub fn new(client: &Client, path: &str) -> Lock {
         Lock {
             queue: Queue::new(client.clone(), path, MUTEX),
+            owner: None,
         }
+    }
+
+    /// A re-entrant mutex under `path`, on the same nodes as [`Lock::new`] (so it excludes
+    /// them and Curator's `InterProcessMutex`), whose owner may hold it several times at once.
+    ///
+    /// **The owner** is the returned `Lock` value **and its clones**: not a thread or a task,
+    /// which an async program does not tie its work to. While a guard of the owner holds the
+    /// lock, [`acquire`](Self::acquire) through the owner returns at once with a new guard
+    /// for the same node (no request), and each guard counts as one hold; releasing or
+    /// dropping a guard gives its hold back, and the node is deleted with the last one, as
+    /// Curator's `InterProcessMutex` counts a thread's holds. Hand a clone to the code that
+    /// runs under the lock and may take it again; create another `Lock` (with `reentrant` or
+    /// `new`) for an independent contender, which waits for the owner like any other.
+    ///
+    /// Concurrent acquires of one owner that does not hold the lock yet queue one node: the
+    /// first waits for the lock, the others wait for it and then re-enter (so they all hold
+    /// together: clones are one owner). An acquire after the session ended fails with
+    /// [`Error::Lost`] instead of re-entering.
+    pub fn reentrant(client: &Client, path: &str) -> Lock {
+        Lock {
+            queue: Queue::new(client.clone(), path, MUTEX),
+            owner: Some(Arc::default()),
+        }
+    }
+
+    /// Whether this lock is re-entrant ([`Lock::reentrant`]).
+    pub fn is_reentrant(&self) -> bool {
+        self.owner.is_some()
+    }
+
+    /// How many guards of this owner hold the lock now (0 when it is not held, and always 0
+    /// for a lock that is not re-entrant).
+    pub fn hold_count(&self) -> usize {
+        self.owner.as_ref().map_or(0, |owner| owner.count())
     }
 
     /// The lock's parent path.
@@ -95,7 +136,8 @@ impl Lock {
 
     /// Waits for the lock, at most `timeout` (`None`: no limit).
     ///
-    /// Uncontended, this is one round trip (create and listing sent back to back).
+    /// Uncontended, this is one round trip (create and listing sent back to back); for a
+    /// [re-entrant](Self::reentrant) lock that its owner holds already, none.
     ///
     /// # Errors
     ///
@@ -121,7 +163,10 @@ impl Lock {
     /// A disconnection while waiting is survived (watches are re-registered, a lost create
     /// reply is recovered). Session expiry fails the acquire.
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
-        self.queue.acquire(timeout).await
+        match &self.owner {
+            Some(owner) => reentrant::acquire(owner, &self.queue, timeout).await,
+            None => self.queue.acquire(timeout).await,
+        }
     }
 }
 
@@ -147,9 +192,11 @@ impl ReadWriteLock {
         ReadWriteLock {
             read: Lock {
                 queue: Queue::new(client.clone(), path, READ),
+                owner: None,
             },
             write: Lock {
                 queue: Queue::new(client.clone(), path, WRITE),
+                owner: None,
             },
         }
     }
@@ -192,6 +239,7 @@ impl Semaphore {
         Semaphore {
             lock: Lock {
                 queue: Queue::new(client.clone(), path, kind),
+                owner: None,
             },
         }
     }
