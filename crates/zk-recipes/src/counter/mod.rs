@@ -54,7 +54,7 @@ fn normalize(path: &str) -> String {
 
 /// The node's data as a fixed-width big-endian number of `N` bytes; [`Error::BadValue`] for
 /// another length.
-fn decode<const N: usize>(path: &str, data: &[u8]) -> Result<[u8; N]> {
+pub(crate) fn decode<const N: usize>(path: &str, data: &[u8]) -> Result<[u8; N]> {
     <[u8; N]>::try_from(data).map_err(|_| Error::BadValue {
         path: path.to_owned(),
         expected: N,

@@ -1,12 +1,15 @@
-//! Distributed locks on ephemeral-sequential nodes: a mutex ([`Lock`]), a read-write lock
-//! ([`ReadWriteLock`]) and a counting semaphore ([`Semaphore`]).
+//! Distributed locks on ephemeral-sequential nodes: a mutex ([`Lock`], optionally
+//! [re-entrant](Lock::reentrant)), a read-write lock ([`ReadWriteLock`]) and two counting
+//! semaphores ([`SemaphoreV2`], [`Semaphore`]).
 //!
 //! **Curator compatibility.** The mutex and the read-write lock interoperate with Apache
 //! Curator 5's `InterProcessMutex` and `InterProcessReadWriteLock` on the same path: the same
 //! node names (`_c_<uuid>-lock-<seq>`; `_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>`),
 //! the same order of the children and the same rule of who holds (see
-//! [`sort_like_curator`](crate::sequential::sort_like_curator)). The [`Semaphore`] is this
-//! crate's own design and is **not** compatible with Curator's semaphores.
+//! [`sort_like_curator`](crate::sequential::sort_like_curator)). [`SemaphoreV2`] shares
+//! Curator's `InterProcessSemaphoreV2` layout (`locks/` and `leases/`) and lease count. The
+//! [`Semaphore`] is this crate's own design and is **not** compatible with Curator's
+//! semaphores.
 //!
 //! The design, the round-trip counts and the failure cases are described in
 //! `docs/recipes-lock.md`. In short:
@@ -32,6 +35,7 @@ mod attempt;
 mod guard;
 mod reentrant;
 mod rules;
+mod semaphore_v2;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +49,7 @@ use attempt::Queue;
 pub(crate) use attempt::ensure_parents;
 pub use guard::{LockGuard, Validity};
 use rules::{Kind, MUTEX, READ, Rule, WRITE};
+pub use semaphore_v2::{MaxLeases, SEMAPHORE_LEASES, SEMAPHORE_LOCKS, SemaphoreV2};
 
 /// The node name Curator's `InterProcessMutex` uses (`LOCK_NAME`; `_c_<uuid>-lock-<seq>`).
 pub const MUTEX_NAME: &str = "lock-";
@@ -54,8 +59,8 @@ pub const READ_NAME: &str = "__READ__";
 /// The node name of the write side of Curator's `InterProcessReadWriteLock`
 /// (`WRITE_LOCK_NAME`; `_c_<uuid>-__WRIT__<seq>`: Curator keeps both names the same length).
 pub const WRITE_NAME: &str = "__WRIT__";
-/// The node name of this crate's [`Semaphore`] leases (not compatible with Curator's
-/// semaphores).
+/// The node name of the leases of this crate's [`Semaphore`] (whose layout is not Curator's)
+/// and of [`SemaphoreV2`] (Curator's `LEASE_BASE_NAME`, under `<path>/leases`).
 pub const LEASE_NAME: &str = "lease-";
 
 /// A distributed mutex, compatible with Apache Curator's `InterProcessMutex` on the same
@@ -218,9 +223,10 @@ impl ReadWriteLock {
 /// (`<path>/_c_<uuid>-lease-<seq>`; the first `permits` nodes hold a lease).
 ///
 /// **Not compatible with Apache Curator**: this is this crate's own design, simpler than
-/// Curator's `InterProcessSemaphoreV2` (a lock plus lease nodes, under `locks/` and `leases/`)
-/// and `InterProcessSemaphoreMutex`; a Curator semaphore and this one on the same path do not
-/// see each other. All contenders must agree on `permits`. A waiter watches the children (so
+/// Curator's `InterProcessSemaphoreV2` (a lock plus lease nodes, under `locks/` and `leases/`;
+/// see [`SemaphoreV2`] for a compatible one) and `InterProcessSemaphoreMutex`; a Curator
+/// semaphore and this one on the same path do not see each other. It needs no mutex: waiters
+/// do not wait in turn for a lock, and a lease is granted in one round trip. All contenders must agree on `permits`. A waiter watches the children (so
 /// every release wakes every waiter: fine for the small queues semaphores usually have).
 #[derive(Debug, Clone)]
 pub struct Semaphore {
