@@ -1,7 +1,8 @@
 //! `zk-recipes`: coordination recipes built only on the public API of [`zk_proto`].
 //!
-//! - [`lock`]: a mutex, a read-write lock (Curator-compatible) and a semaphore, with fencing
-//!   tokens and loss reporting;
+//! - [`lock`]: a mutex (optionally re-entrant), a read-write lock (Curator-compatible) and
+//!   semaphores (one on Curator's `InterProcessSemaphoreV2` layout), with fencing tokens and
+//!   loss reporting;
 //! - [`election`]: the leader latch (Curator-compatible), the master node, one-shot elections,
 //!   run-while-leading;
 //! - [`counter`]: a shared count (Curator's `SharedCount`) and an atomic long (Curator's
@@ -73,3 +74,8 @@ pub use zk_proto;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/recipes-lock.md")]
 pub struct LockGuideDoctests;
+
+/// The example of `docs/recipes-counter.md`, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recipes-counter.md")]
+pub struct CounterGuideDoctests;
