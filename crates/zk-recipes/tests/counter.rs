@@ -314,18 +314,23 @@ async fn atomic_long_increments_from_many_sessions_sum_to_the_successes() {
     assert_eq!(long.get().await.expect("get").post_value, won.len() as i64);
 }
 
-/// Starts `tests/curator/CuratorCounter.java` on `kind` and `path`, waits for it to connect,
-/// and returns it with its stdin and stdout lines.
-async fn start_curator_counter(
+/// How many Rust sessions update the node beside Curator in the interop tests.
+const RUST_SESSIONS: usize = 4;
+
+/// Runs `tests/curator/CuratorCounter.java` (`kind`, `rounds` updates of `path`) and `update`
+/// in each of [`RUST_SESSIONS`] sessions of ours, started together once the JVM is ready.
+/// Returns the values our updates produced and Curator's count of successful updates.
+async fn race_with_curator<F, Fut>(
     connect_string: &str,
     kind: &str,
     path: &str,
     rounds: usize,
-) -> (
-    tokio::process::Child,
-    tokio::process::ChildStdin,
-    tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-) {
+    update: F,
+) -> (Vec<i64>, i64)
+where
+    F: Fn(zk_proto::Client) -> Fut,
+    Fut: std::future::Future<Output = Vec<i64>> + Send + 'static,
+{
     let mut java = tokio::process::Command::from(curator_program("CuratorCounter"))
         .args([connect_string, kind, path, &rounds.to_string()])
         .stdin(std::process::Stdio::piped())
@@ -333,56 +338,63 @@ async fn start_curator_counter(
         .kill_on_drop(true)
         .spawn()
         .expect("start java CuratorCounter");
-    let stdin = java.stdin.take().expect("stdin");
+    let mut stdin = java.stdin.take().expect("stdin");
     let mut lines = BufReader::new(java.stdout.take().expect("stdout")).lines();
-    let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("java starts");
-    assert_eq!(ready.expect("read").as_deref(), Some("ready"));
-    (java, stdin, lines)
-}
-
-/// Waits for the Java incrementer's count of successful updates.
-async fn curator_successes(
-    mut java: tokio::process::Child,
-    mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-) -> i64 {
-    let line = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
-        .await
-        .expect("java finishes")
-        .expect("read")
-        .expect("a line");
-    let status = java.wait().await.expect("java exit");
-    assert!(status.success(), "java failed: {line}");
-    line.strip_prefix("succeeded=")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("java replied {line}"))
-}
-
-/// Tells the Java incrementer to start.
-async fn go(stdin: &mut tokio::process::ChildStdin) {
+    let mut next_line = async || {
+        tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+            .await
+            .expect("a line from java in time")
+            .expect("read java's output")
+            .expect("a line from java")
+    };
+    assert_eq!(next_line().await, "ready");
+    let mut clients = Vec::new();
+    for _ in 0..RUST_SESSIONS {
+        clients.push(connect(connect_string).await);
+    }
     stdin.write_all(b"go\n").await.expect("go");
     stdin.flush().await.expect("flush");
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|c| tokio::spawn(update(c)))
+        .collect();
+    let mut ours = Vec::new();
+    for task in tasks {
+        ours.extend(task.await.expect("task"));
+    }
+    let line = next_line().await;
+    let status = java.wait().await.expect("java exit");
+    assert!(status.success(), "java failed: {line}");
+    let curator = line
+        .strip_prefix("succeeded=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("java replied {line}"));
+    (ours, curator)
+}
+
+/// Checks that Curator's updates fell between ours: our values are not one block.
+fn assert_interleaved(ours: &[i64]) {
+    let (min, max) = (ours.iter().min(), ours.iter().max());
+    let span = max.zip(min).map_or(0, |(max, min)| max - min + 1);
+    assert!(
+        span > ours.len() as i64,
+        "no interleaving with the Java side"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_increment_one_atomic_long() {
     const JAVA_ROUNDS: usize = 300;
     const RUST_ROUNDS: usize = 60;
-    const RUST_SESSIONS: usize = 4;
     let _serial = serial().await;
     let server = start_server().await;
     let path = "/interop/atomic";
-    let (java, mut stdin, lines) =
-        start_curator_counter(&server.connect_string(), "atomic", path, JAVA_ROUNDS).await;
-    let mut clients = Vec::new();
-    for _ in 0..RUST_SESSIONS {
-        clients.push(connect(&server.connect_string()).await);
-    }
-    go(&mut stdin).await;
-    let mut tasks = Vec::new();
-    for client in clients {
-        tasks.push(tokio::spawn(async move {
+    let (won, java_won) = race_with_curator(
+        &server.connect_string(),
+        "atomic",
+        path,
+        JAVA_ROUNDS,
+        |client| async move {
             let long = AtomicLong::new(
                 &client,
                 path,
@@ -396,13 +408,9 @@ async fn curator_and_rust_increment_one_atomic_long() {
                 }
             }
             won
-        }));
-    }
-    let mut won = Vec::new();
-    for task in tasks {
-        won.extend(task.await.expect("task"));
-    }
-    let java_won = curator_successes(java, lines).await;
+        },
+    )
+    .await;
     eprintln!("rust won {}, curator won {java_won}", won.len());
     let client = connect(&server.connect_string()).await;
     let long = AtomicLong::new(&client, path, RetryPolicy::never());
@@ -411,57 +419,39 @@ async fn curator_and_rust_increment_one_atomic_long() {
         java_won + won.len() as i64,
         "lost or doubled increments"
     );
-    // The two sides really contended: Curator's increments fell between ours.
-    let (min, max) = (won.iter().min(), won.iter().max());
-    let span = max.zip(min).map_or(0, |(max, min)| max - min + 1);
-    assert!(
-        span > won.len() as i64,
-        "no interleaving with the Java side"
-    );
+    assert_interleaved(&won);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_add_to_one_shared_count() {
     const JAVA_ROUNDS: usize = 200;
-    const RUST_ROUNDS: i32 = 50;
-    const RUST_SESSIONS: usize = 4;
+    const RUST_ROUNDS: usize = 50;
     let _serial = serial().await;
     let server = start_server().await;
     let path = "/interop/shared";
-    let client = connect(&server.connect_string()).await;
-    let (java, mut stdin, lines) =
-        start_curator_counter(&server.connect_string(), "shared", path, JAVA_ROUNDS).await;
-    let mut clients = Vec::new();
-    for _ in 0..RUST_SESSIONS {
-        clients.push(connect(&server.connect_string()).await);
-    }
-    go(&mut stdin).await;
-    let mut tasks = Vec::new();
-    for client in clients {
-        tasks.push(tokio::spawn(async move {
+    let (seen, java_won) = race_with_curator(
+        &server.connect_string(),
+        "shared",
+        path,
+        JAVA_ROUNDS,
+        |client| async move {
             let count = SharedCount::new(&client, path, 0);
             let mut seen = Vec::new();
             for _ in 0..RUST_ROUNDS {
-                seen.push(count.add(1, Some(WITHIN)).await.expect("add").value);
+                seen.push(i64::from(
+                    count.add(1, Some(WITHIN)).await.expect("add").value,
+                ));
             }
             seen
-        }));
-    }
-    let mut seen = Vec::new();
-    for task in tasks {
-        seen.extend(task.await.expect("task"));
-    }
-    let java_won = curator_successes(java, lines).await;
+        },
+    )
+    .await;
     assert_eq!(java_won, JAVA_ROUNDS as i64);
-    let total = JAVA_ROUNDS as i32 + RUST_ROUNDS * RUST_SESSIONS as i32;
+    let total = (JAVA_ROUNDS + RUST_ROUNDS * RUST_SESSIONS) as i32;
+    let client = connect(&server.connect_string()).await;
     let count = SharedCount::new(&client, path, 0);
     assert_eq!(count.get().await.expect("get").value, total);
     let (data, _) = client.get_data(path).await.expect("node");
     assert_eq!(&data[..], &total.to_be_bytes(), "Curator's encoding");
-    let (min, max) = (seen.iter().min(), seen.iter().max());
-    let span = max.zip(min).map_or(0, |(max, min)| max - min + 1);
-    assert!(
-        span > seen.len() as i32,
-        "no interleaving with the Java side"
-    );
+    assert_interleaved(&seen);
 }
