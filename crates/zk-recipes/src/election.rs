@@ -2,7 +2,10 @@
 //!
 //! - [`LeaderLatch`]: every candidate holds an ephemeral sequential node (Curator
 //!   `LeaderLatch`-compatible names, `_c_<uuid>-latch-<seq>`); the lowest leads, each other
-//!   candidate watches its predecessor only (no herd effect).
+//!   candidate watches its predecessor only (no herd effect). [`participants`] lists the
+//!   candidates in order, leader first, with their ids.
+//! - Every candidate's [`Leadership`] is a value to read or wait on, and a stream of its
+//!   changes ([`Leadership::events`]).
 //! - [`MasterElection`]: candidates race to create one ephemeral node holding their id; the
 //!   losers watch it and race again when it goes, the previous master with a head start.
 //! - [`elect_once`]: a one-shot election: every candidate creates a node, the lowest wins,
@@ -23,6 +26,7 @@
 //! [`Error::SessionExpired`], ...) come wrapped in [`crate::Error::Zk`]; a call's timeout is
 //! [`crate::Error::Timeout`], after which the candidate is still in the election.
 
+mod events;
 mod latch;
 mod master;
 mod once;
@@ -38,7 +42,8 @@ use zk_proto::{Client, CreateOptions, Error, Result, SessionState};
 
 use crate::deadline::within;
 
-pub use latch::{LATCH_NAME, LeaderLatch, current_leader};
+pub use events::{LeadershipEvent, LeadershipEvents};
+pub use latch::{LATCH_NAME, LeaderLatch, Participant, current_leader, participants};
 pub use master::{DEFAULT_HEAD_START, MasterElection, MasterElectionBuilder, current_master};
 pub use once::{OneShotOutcome, elect_once, resign, wait_until_gone};
 pub use run::{RunOnceOutcome, RunOutcome, run_once, run_while_leading};
@@ -64,6 +69,13 @@ impl Leadership {
     /// `changed()` fails once the election has ended.
     pub fn receiver(&self) -> watch::Receiver<bool> {
         self.rx.clone()
+    }
+
+    /// The changes of the leadership from now on, as a stream of [`LeadershipEvent`]s (the
+    /// first is [`Acquired`](LeadershipEvent::Acquired) if the candidate leads now). Each
+    /// stream is independent of the others and of this view.
+    pub fn events(&self) -> LeadershipEvents {
+        LeadershipEvents::new(self.rx.clone())
     }
 
     /// Why the election ended, `None` while it runs.

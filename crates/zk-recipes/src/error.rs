@@ -25,6 +25,18 @@ pub enum Error {
         /// The child whose sequence number could not be read.
         child: String,
     },
+    /// A recipe node holds data of the wrong length for its value (a
+    /// [`SharedCount`](crate::counter::SharedCount) needs 4 bytes, an
+    /// [`AtomicLong`](crate::counter::AtomicLong) 8 or none); it is never read as a number.
+    #[error("node {path} holds {found} bytes, not a {expected}-byte value")]
+    BadValue {
+        /// The node.
+        path: String,
+        /// The length the recipe reads.
+        expected: usize,
+        /// The length found.
+        found: usize,
+    },
 }
 
 /// The result of the recipes' calls.

@@ -1,14 +1,18 @@
 //! `zk-recipes`: coordination recipes built only on the public API of [`zk_proto`].
 //!
-//! - [`lock`]: a mutex, a read-write lock (Curator-compatible) and a semaphore, with fencing
-//!   tokens and loss reporting;
+//! - [`lock`]: a mutex (optionally re-entrant), a read-write lock (Curator-compatible) and
+//!   semaphores (one on Curator's `InterProcessSemaphoreV2` layout), with fencing tokens and
+//!   loss reporting;
 //! - [`election`]: the leader latch (Curator-compatible), the master node, one-shot elections,
 //!   run-while-leading;
+//! - [`counter`]: a shared count (Curator's `SharedCount`) and an atomic long (Curator's
+//!   `DistributedAtomicLong`), with a stream of a count's changes;
 //! - [`barrier`] and [`queue`]: barriers, the double barrier, the start gate, FIFO and bounded
 //!   queues.
 //!
 //! Every fallible call returns [`Result`], whose error is [`Error`]: a ZooKeeper error
-//! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter.
+//! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter, a counter node
+//! holding data of the wrong length.
 //!
 //! # Timeouts
 //!
@@ -55,6 +59,7 @@
 
 pub mod barrier;
 mod cleanup;
+pub mod counter;
 mod deadline;
 pub mod election;
 mod error;
@@ -69,3 +74,8 @@ pub use zk_proto;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/recipes-lock.md")]
 pub struct LockGuideDoctests;
+
+/// The example of `docs/recipes-counter.md`, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recipes-counter.md")]
+pub struct CounterGuideDoctests;

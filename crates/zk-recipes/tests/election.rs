@@ -10,14 +10,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use curator::CuratorPeer;
+use futures_util::StreamExt;
 use zk_proto::{Client, ClientBuilder, SessionState};
 use zk_recipes::Error;
 use zk_recipes::election::{
-    LeaderLatch, MasterElection, OneShotOutcome, RunOnceOutcome, RunOutcome, current_leader,
-    current_master, elect_once, resign, run_once, run_while_leading, wait_until_gone,
+    LeaderLatch, LeadershipEvent, MasterElection, OneShotOutcome, RunOnceOutcome, RunOutcome,
+    current_leader, current_master, elect_once, participants, resign, run_once, run_while_leading,
+    wait_until_gone,
 };
 use zk_testkit::client::{
     Proxied, builder, connect_proxied, connect_with, eventually, start_server, wait_for_state,
+    within,
 };
 
 const N: usize = 10;
@@ -496,6 +499,93 @@ async fn leader_id(client: &Client, path: &str) -> String {
     String::from_utf8(data.to_vec()).expect("utf-8 id")
 }
 
+/// The ids and leader flags of a participant list.
+fn ids(participants: &[zk_recipes::election::Participant]) -> Vec<(&str, bool)> {
+    participants
+        .iter()
+        .map(|p| (std::str::from_utf8(&p.id).expect("utf-8 id"), p.is_leader))
+        .collect()
+}
+
+/// The participants of a latch election in order with their ids, and each candidate's
+/// leadership as a stream of events: acquired when it comes first, lost on a connection loss
+/// and acquired again when the session comes back, lost for good when it closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_participants_and_leadership_events() {
+    let server = start_server().await;
+    let observer = connect_with(session(), &server.connect_string()).await;
+    let path = "/latch-events/election";
+    let first_client = connect_with(session(), &server.connect_string()).await;
+    let second = connect_proxied(server.addr(), session()).await;
+    assert!(
+        participants(&observer, path)
+            .await
+            .expect("none")
+            .is_empty()
+    );
+
+    let first = LeaderLatch::start(&first_client, path, "first");
+    let mut first_events = first.events();
+    let event = within("first leads", WITHIN, first_events.next()).await;
+    assert_eq!(event, Some(LeadershipEvent::Acquired));
+    let latch = LeaderLatch::start(&second.client, path, "second");
+    let mut second_events = latch.events();
+    eventually("two candidates", WITHIN, || async {
+        children(&observer, path).await.len() == 2
+    })
+    .await;
+    let line = [("first", true), ("second", false)];
+    assert_eq!(ids(&latch.participants().await.expect("list")), line);
+    let nodes = participants(&observer, path).await.expect("list");
+    assert_eq!(nodes[0].node, children_sorted(&observer, path).await[0]);
+
+    // The leader closes: its stream says lost and ends; the next candidate's says acquired.
+    first.close().await.expect("close");
+    assert_eq!(first_events.next().await, Some(LeadershipEvent::Lost));
+    assert_eq!(first_events.next().await, None);
+    let event = within("second leads", WITHIN, second_events.next()).await;
+    assert_eq!(event, Some(LeadershipEvent::Acquired));
+    assert_eq!(
+        ids(&latch.participants().await.expect("list")),
+        [("second", true)]
+    );
+
+    // A connection loss is a loss; the session's return (node intact) is a new acquisition.
+    // A stream made while leading starts with `Acquired`.
+    let mut late = latch.events();
+    assert_eq!(late.next().await, Some(LeadershipEvent::Acquired));
+    second.proxy.isolate();
+    let event = within("loss on disconnection", LOSS_WITHIN, second_events.next()).await;
+    assert_eq!(event, Some(LeadershipEvent::Lost));
+    second.proxy.restore();
+    let event = within("leads again", WITHIN, second_events.next()).await;
+    assert_eq!(event, Some(LeadershipEvent::Acquired));
+    assert_eq!(
+        within("late stream", WITHIN, late.next()).await,
+        Some(LeadershipEvent::Lost)
+    );
+    assert_eq!(
+        within("late stream", WITHIN, late.next()).await,
+        Some(LeadershipEvent::Acquired)
+    );
+    latch.close().await.expect("close");
+    assert_eq!(second_events.next().await, Some(LeadershipEvent::Lost));
+    assert_eq!(second_events.next().await, None);
+    assert!(
+        participants(&observer, path)
+            .await
+            .expect("none")
+            .is_empty()
+    );
+}
+
+/// The children of `path` in Curator's latch order.
+async fn children_sorted(client: &Client, path: &str) -> Vec<String> {
+    let mut children = children(client, path).await;
+    zk_recipes::sequential::sort_like_curator(&mut children, &[zk_recipes::election::LATCH_NAME]);
+    children
+}
+
 /// Curator's `LeaderLatch` and ours in one election: one leader at a time across both
 /// libraries, in the order the candidates joined, and leadership passes from one library to
 /// the other when the leader closes, both ways. Every leader creates a marker node when it
@@ -530,6 +620,13 @@ async fn curator_and_rust_latches_share_one_election() {
     );
     assert!(!java_has(&mut java, "j2").await);
     assert_eq!(leader_id(&observer, path).await, "java-1");
+    // Both libraries' candidates, in line, with their ids.
+    let line = [("java-1", true), ("rust-1", false), ("java-2", false)];
+    assert_eq!(
+        ids(&participants(&observer, path).await.expect("list")),
+        line
+    );
+    assert_eq!(ids(&rust.participants().await.expect("list")), line);
 
     // 2. The Curator leader closes: the Rust candidate, next in line, leads (not the second
     // Curator candidate).

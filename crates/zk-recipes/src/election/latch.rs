@@ -6,8 +6,8 @@ use bytes::Bytes;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result};
 
 use super::{
-    Candidate, Leadership, Reporter, Running, Session, child_path, ensure_path, name_of,
-    run_candidate,
+    Candidate, Leadership, LeadershipEvents, Reporter, Running, Session, child_path, ensure_path,
+    name_of, run_candidate,
 };
 use crate::sequential::{attempt_id, is_own_node, protected_name, sort_like_curator};
 
@@ -34,6 +34,8 @@ pub struct LeaderLatch {
     leadership: Leadership,
     running: Running,
     attempt: String,
+    client: Client,
+    path: String,
 }
 
 impl LeaderLatch {
@@ -54,6 +56,8 @@ impl LeaderLatch {
             leadership,
             running: Running::spawn(|shutdown| run_candidate(driver, reporter, shutdown)),
             attempt,
+            client: client.clone(),
+            path: path.to_owned(),
         }
     }
 
@@ -65,6 +69,22 @@ impl LeaderLatch {
     /// The leadership of this candidate: its current value and a stream of its changes.
     pub fn leadership(&self) -> Leadership {
         self.leadership.clone()
+    }
+
+    /// The changes of this candidate's leadership as a stream: became leader, lost the
+    /// leadership (see [`LeadershipEvents`]; the same as `self.leadership().events()`).
+    pub fn events(&self) -> LeadershipEvents {
+        self.leadership.events()
+    }
+
+    /// The candidates of this latch's election in order, leader first (see
+    /// [`participants`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`participants`].
+    pub async fn participants(&self) -> crate::Result<Vec<Participant>> {
+        participants(&self.client, &self.path).await
     }
 
     /// The per-latch id in the node name (`_c_<id>-latch-<seq>`).
@@ -291,4 +311,60 @@ pub async fn current_leader(client: &Client, path: &str) -> crate::Result<Option
             Err(error) => return Err(error.into()),
         }
     }
+}
+
+/// One candidate of a latch election, an item of [`participants`] (Curator's `Participant`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Participant {
+    /// The candidate's node name (without the election's path).
+    pub node: String,
+    /// The candidate's id: the node's data (Curator's participant id, as UTF-8 bytes).
+    pub id: Bytes,
+    /// Whether this candidate is the leader: the first participant (the first node in
+    /// Curator's order that still existed when read).
+    pub is_leader: bool,
+}
+
+/// The candidates of the latch election under `path`, in the order they lead: the leader
+/// first, then the one that leads when it goes, and so on (Curator's
+/// `LeaderLatch.getParticipants`). Every child is listed in Curator's order, then all their
+/// data is read at once (two round trips); a candidate whose node went in between is left
+/// out, so the first of the list is the leader at the time of the reads. Empty when there is
+/// no candidate (or no election node).
+///
+/// As with any read, the answer may be stale by the time it is used: the leader itself
+/// should rely on its [`Leadership`], not on this list.
+///
+/// # Errors
+///
+/// The connection errors.
+///
+/// # Cancellation safety
+///
+/// Cancel-safe: it only reads.
+pub async fn participants(client: &Client, path: &str) -> crate::Result<Vec<Participant>> {
+    let mut children = match client.get_children(path).await {
+        Ok(children) => children,
+        Err(Error::NoNode) => return Ok(Vec::new()),
+        Err(error) => return Err(error.into()),
+    };
+    sort_like_curator(&mut children, &[LATCH_NAME]);
+    // Every read is queued before the first is awaited: one round trip for all.
+    let reads: Vec<_> = children
+        .iter()
+        .map(|child| client.get_data(&child_path(path, child)))
+        .collect();
+    let mut participants = Vec::with_capacity(children.len());
+    for (node, read) in children.into_iter().zip(reads) {
+        match read.await {
+            Ok((id, _)) => participants.push(Participant {
+                node,
+                id,
+                is_leader: participants.is_empty(),
+            }),
+            Err(Error::NoNode) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(participants)
 }

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use bytes::Bytes;
 use zk_proto::{Client, CreateMode, CreateOptions, EventType, OneshotWatcher, WatchedEvent};
 
 use super::guard::LockGuard;
@@ -106,7 +107,7 @@ pub(super) async fn cleanup(
 }
 
 /// Creates `path` and its missing ancestors as container nodes.
-pub(super) async fn ensure_parents(client: &Client, path: &str) -> Result<()> {
+pub(crate) async fn ensure_parents(client: &Client, path: &str) -> Result<()> {
     let mut missing = vec![path.to_owned()];
     while let Some(path) = missing.last().cloned() {
         match client
@@ -184,43 +185,11 @@ impl Queue {
 
     /// Creates the node (recovering a lost reply) and waits for the lock.
     pub(super) async fn run(&self, attempt: &mut Attempt) -> Result<LockGuard> {
-        let prefix = self.child_path(&protected_name(&attempt.id, self.kind.name));
-        let options = CreateOptions::new(CreateMode::EPHEMERAL_SEQUENTIAL);
         let watch_children = matches!(self.kind.rule, Rule::Permits(_));
         // 1. Create and list in one round trip.
-        let (own, czxid, mut children) = loop {
-            attempt.unsure = true;
-            let create = self.client.create(&prefix, "", &options);
-            let list = self.listing(watch_children);
-            match create.await {
-                Ok((path, stat)) => {
-                    attempt.unsure = false;
-                    attempt.node = Some(path.clone());
-                    // The listing was executed after the create: it holds our node.
-                    break (path, stat.czxid, list.await.ok());
-                }
-                Err(zk_proto::Error::NoNode) => {
-                    // No parent (or its container was just removed): create it, retry.
-                    attempt.unsure = false;
-                    drop(list);
-                    ensure_parents(&self.client, &self.parent).await?;
-                }
-                Err(e) if e.is_outcome_unknown() || e.is_retryable() => {
-                    drop(list);
-                    if let Some((path, czxid)) = self.find_own(attempt).await? {
-                        attempt.unsure = false;
-                        attempt.node = Some(path.clone());
-                        break (path, czxid, None);
-                    }
-                    // Not applied: create again under the same id (a late duplicate would
-                    // be found and deleted by `find_own`'s duplicate check below).
-                }
-                Err(e) => {
-                    attempt.unsure = false;
-                    return Err(e.into());
-                }
-            }
-        };
+        let (own, czxid, mut children) = self
+            .create_listed(attempt, Bytes::new(), watch_children)
+            .await?;
         let own_name = own.rsplit('/').next().unwrap_or(&own).to_owned();
         // 2. Wait for our turn. The watch on the predecessor is kept across listings as long
         // as the predecessor stays the same.
@@ -288,6 +257,54 @@ impl Queue {
                             event?;
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// Creates the attempt's node `<parent>/_c_<id>-<name><seq>` holding `data` (ephemeral,
+    /// sequential), with the listing of the children (and a children watch when `watch`) sent
+    /// right after it: one round trip. A missing parent is created (as containers); a create
+    /// whose reply was lost is found again by the attempt's id (the listing is then `None`).
+    /// Returns the node's path, its czxid and the listing.
+    pub(super) async fn create_listed(
+        &self,
+        attempt: &mut Attempt,
+        data: Bytes,
+        watch: bool,
+    ) -> Result<(String, i64, Option<Listing>)> {
+        let prefix = self.child_path(&protected_name(&attempt.id, self.kind.name));
+        let options = CreateOptions::new(CreateMode::EPHEMERAL_SEQUENTIAL);
+        loop {
+            attempt.unsure = true;
+            let create = self.client.create(&prefix, data.clone(), &options);
+            let list = self.listing(watch);
+            match create.await {
+                Ok((path, stat)) => {
+                    attempt.unsure = false;
+                    attempt.node = Some(path.clone());
+                    // The listing was executed after the create: it holds our node.
+                    return Ok((path, stat.czxid, list.await.ok()));
+                }
+                Err(zk_proto::Error::NoNode) => {
+                    // No parent (or its container was just removed): create it, retry.
+                    attempt.unsure = false;
+                    drop(list);
+                    ensure_parents(&self.client, &self.parent).await?;
+                }
+                Err(e) if e.is_outcome_unknown() || e.is_retryable() => {
+                    drop(list);
+                    if let Some((path, czxid)) = self.find_own(attempt).await? {
+                        attempt.unsure = false;
+                        attempt.node = Some(path.clone());
+                        return Ok((path, czxid, None));
+                    }
+                    // Not applied: create again under the same id (a late duplicate would
+                    // be found and deleted by `find_own`'s duplicate check below).
+                }
+                Err(e) => {
+                    attempt.unsure = false;
+                    return Err(e.into());
                 }
             }
         }
@@ -367,6 +384,7 @@ impl Queue {
             node: Some(node),
             czxid,
             states: self.client.state_watcher(),
+            owner: None,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! A held lock: [`LockGuard`], its validity from the session's state, and its release.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use zk_proto::{Client, SessionState};
 
+use super::reentrant::Owner;
 use crate::cleanup::withdraw;
 use crate::deadline::within;
 use crate::sequential::sequence_of;
@@ -42,6 +44,9 @@ impl Validity {
 /// once (`zk_proto` queues a call when it is made) and retried in a background task if its
 /// connection drops (when a tokio runtime is available).
 ///
+/// A guard of a [re-entrant](super::Lock::reentrant) lock is one hold of its owner's node:
+/// releasing or dropping it gives that hold back, and the node is deleted with the last one.
+///
 /// # Session loss
 ///
 /// The lock is an ephemeral node: it lives as long as the session. While the client is
@@ -57,6 +62,8 @@ pub struct LockGuard {
     pub(super) node: Option<String>,
     pub(super) czxid: i64,
     pub(super) states: watch::Receiver<SessionState>,
+    /// The owner of a re-entrant lock, whose count of holds this guard is one of.
+    pub(super) owner: Option<Arc<Owner>>,
 }
 
 impl LockGuard {
@@ -118,7 +125,9 @@ impl LockGuard {
         within(timeout, lost).await
     }
 
-    /// Releases the lock (deletes its node) and waits for it.
+    /// Releases the lock (deletes its node) and waits for it. For a re-entrant lock, gives
+    /// this guard's hold back, and deletes the node only if it was the owner's last hold (no
+    /// request otherwise).
     ///
     /// # Errors
     ///
@@ -135,7 +144,7 @@ impl LockGuard {
     ///
     /// Retried across reconnects until the session ends (then `Lost`).
     pub async fn release(mut self) -> Result<()> {
-        let Some(node) = self.node.take() else {
+        let Some(node) = self.take_node() else {
             return Ok(());
         };
         // After a delete whose outcome is unknown (connection lost before its reply), a
@@ -157,9 +166,21 @@ impl LockGuard {
     }
 }
 
+impl LockGuard {
+    /// The node to delete when this guard goes: its node, or for a re-entrant lock the
+    /// owner's node when this was its last hold.
+    fn take_node(&mut self) -> Option<String> {
+        let node = self.node.take()?;
+        match &self.owner {
+            Some(owner) => owner.leave(),
+            None => Some(node),
+        }
+    }
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let Some(node) = self.node.take() else {
+        let Some(node) = self.take_node() else {
             return;
         };
         withdraw(&self.client, node);

@@ -1,12 +1,15 @@
-//! Distributed locks on ephemeral-sequential nodes: a mutex ([`Lock`]), a read-write lock
-//! ([`ReadWriteLock`]) and a counting semaphore ([`Semaphore`]).
+//! Distributed locks on ephemeral-sequential nodes: a mutex ([`Lock`], optionally
+//! [re-entrant](Lock::reentrant)), a read-write lock ([`ReadWriteLock`]) and two counting
+//! semaphores ([`SemaphoreV2`], [`Semaphore`]).
 //!
 //! **Curator compatibility.** The mutex and the read-write lock interoperate with Apache
 //! Curator 5's `InterProcessMutex` and `InterProcessReadWriteLock` on the same path: the same
 //! node names (`_c_<uuid>-lock-<seq>`; `_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>`),
 //! the same order of the children and the same rule of who holds (see
-//! [`sort_like_curator`](crate::sequential::sort_like_curator)). The [`Semaphore`] is this
-//! crate's own design and is **not** compatible with Curator's semaphores.
+//! [`sort_like_curator`](crate::sequential::sort_like_curator)). [`SemaphoreV2`] shares
+//! Curator's `InterProcessSemaphoreV2` layout (`locks/` and `leases/`) and lease count. The
+//! [`Semaphore`] is this crate's own design and is **not** compatible with Curator's
+//! semaphores.
 //!
 //! The design, the round-trip counts and the failure cases are described in
 //! `docs/recipes-lock.md`. In short:
@@ -30,8 +33,11 @@
 
 mod attempt;
 mod guard;
+mod reentrant;
 mod rules;
+mod semaphore_v2;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use zk_proto::Client;
@@ -40,8 +46,10 @@ use zk_proto::Client;
 use crate::Error;
 use crate::Result;
 use attempt::Queue;
+pub(crate) use attempt::ensure_parents;
 pub use guard::{LockGuard, Validity};
 use rules::{Kind, MUTEX, READ, Rule, WRITE};
+pub use semaphore_v2::{MaxLeases, SEMAPHORE_LEASES, SEMAPHORE_LOCKS, SemaphoreV2};
 
 /// The node name Curator's `InterProcessMutex` uses (`LOCK_NAME`; `_c_<uuid>-lock-<seq>`).
 pub const MUTEX_NAME: &str = "lock-";
@@ -51,16 +59,18 @@ pub const READ_NAME: &str = "__READ__";
 /// The node name of the write side of Curator's `InterProcessReadWriteLock`
 /// (`WRITE_LOCK_NAME`; `_c_<uuid>-__WRIT__<seq>`: Curator keeps both names the same length).
 pub const WRITE_NAME: &str = "__WRIT__";
-/// The node name of this crate's [`Semaphore`] leases (not compatible with Curator's
-/// semaphores).
+/// The node name of the leases of this crate's [`Semaphore`] (whose layout is not Curator's)
+/// and of [`SemaphoreV2`] (Curator's `LEASE_BASE_NAME`, under `<path>/leases`).
 pub const LEASE_NAME: &str = "lease-";
 
 /// A distributed mutex, compatible with Apache Curator's `InterProcessMutex` on the same
 /// path: `<path>/_c_<uuid>-lock-<seq>` nodes in Curator's order (every child of the path,
 /// sorted by the text after `lock-`); the first holds the lock.
 ///
-/// Not re-entrant: a second acquire from the same process waits behind the first like any
-/// other contender. The lock's parent node is created as a container node when missing.
+/// Not re-entrant by default: a second acquire through the same `Lock` waits behind the first
+/// like any other contender. [`Lock::reentrant`] makes a lock whose owner acquires it again
+/// without waiting, as Curator's `InterProcessMutex` does for a thread. The lock's parent node
+/// is created as a container node when missing.
 ///
 /// ```no_run
 /// # async fn example(client: zk_proto::Client) -> zk_recipes::Result<()> {
@@ -77,6 +87,8 @@ pub const LEASE_NAME: &str = "lease-";
 #[derive(Debug, Clone)]
 pub struct Lock {
     queue: Queue,
+    /// The owner's holds, for a re-entrant lock; shared by the clones.
+    owner: Option<Arc<reentrant::Owner>>,
 }
 
 impl Lock {
@@ -84,7 +96,42 @@ impl Lock {
     pub fn new(client: &Client, path: &str) -> Lock {
         Lock {
             queue: Queue::new(client.clone(), path, MUTEX),
+            owner: None,
         }
+    }
+
+    /// A re-entrant mutex under `path`, on the same nodes as [`Lock::new`] (so it excludes
+    /// them and Curator's `InterProcessMutex`), whose owner may hold it several times at once.
+    ///
+    /// **The owner** is the returned `Lock` value **and its clones**: not a thread or a task,
+    /// which an async program does not tie its work to. While a guard of the owner holds the
+    /// lock, [`acquire`](Self::acquire) through the owner returns at once with a new guard
+    /// for the same node (no request), and each guard counts as one hold; releasing or
+    /// dropping a guard gives its hold back, and the node is deleted with the last one, as
+    /// Curator's `InterProcessMutex` counts a thread's holds. Hand a clone to the code that
+    /// runs under the lock and may take it again; create another `Lock` (with `reentrant` or
+    /// `new`) for an independent contender, which waits for the owner like any other.
+    ///
+    /// Concurrent acquires of one owner that does not hold the lock yet queue one node: the
+    /// first waits for the lock, the others wait for it and then re-enter (so they all hold
+    /// together: clones are one owner). An acquire after the session ended fails with
+    /// [`Error::Lost`] instead of re-entering.
+    pub fn reentrant(client: &Client, path: &str) -> Lock {
+        Lock {
+            queue: Queue::new(client.clone(), path, MUTEX),
+            owner: Some(Arc::default()),
+        }
+    }
+
+    /// Whether this lock is re-entrant ([`Lock::reentrant`]).
+    pub fn is_reentrant(&self) -> bool {
+        self.owner.is_some()
+    }
+
+    /// How many guards of this owner hold the lock now (0 when it is not held, and always 0
+    /// for a lock that is not re-entrant).
+    pub fn hold_count(&self) -> usize {
+        self.owner.as_ref().map_or(0, |owner| owner.count())
     }
 
     /// The lock's parent path.
@@ -94,7 +141,8 @@ impl Lock {
 
     /// Waits for the lock, at most `timeout` (`None`: no limit).
     ///
-    /// Uncontended, this is one round trip (create and listing sent back to back).
+    /// Uncontended, this is one round trip (create and listing sent back to back); for a
+    /// [re-entrant](Self::reentrant) lock that its owner holds already, none.
     ///
     /// # Errors
     ///
@@ -120,7 +168,10 @@ impl Lock {
     /// A disconnection while waiting is survived (watches are re-registered, a lost create
     /// reply is recovered). Session expiry fails the acquire.
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
-        self.queue.acquire(timeout).await
+        match &self.owner {
+            Some(owner) => reentrant::acquire(owner, &self.queue, timeout).await,
+            None => self.queue.acquire(timeout).await,
+        }
     }
 }
 
@@ -146,9 +197,11 @@ impl ReadWriteLock {
         ReadWriteLock {
             read: Lock {
                 queue: Queue::new(client.clone(), path, READ),
+                owner: None,
             },
             write: Lock {
                 queue: Queue::new(client.clone(), path, WRITE),
+                owner: None,
             },
         }
     }
@@ -170,9 +223,10 @@ impl ReadWriteLock {
 /// (`<path>/_c_<uuid>-lease-<seq>`; the first `permits` nodes hold a lease).
 ///
 /// **Not compatible with Apache Curator**: this is this crate's own design, simpler than
-/// Curator's `InterProcessSemaphoreV2` (a lock plus lease nodes, under `locks/` and `leases/`)
-/// and `InterProcessSemaphoreMutex`; a Curator semaphore and this one on the same path do not
-/// see each other. All contenders must agree on `permits`. A waiter watches the children (so
+/// Curator's `InterProcessSemaphoreV2` (a lock plus lease nodes, under `locks/` and `leases/`;
+/// see [`SemaphoreV2`] for a compatible one) and `InterProcessSemaphoreMutex`; a Curator
+/// semaphore and this one on the same path do not see each other. It needs no mutex: waiters
+/// do not wait in turn for a lock, and a lease is granted in one round trip. All contenders must agree on `permits`. A waiter watches the children (so
 /// every release wakes every waiter: fine for the small queues semaphores usually have).
 #[derive(Debug, Clone)]
 pub struct Semaphore {
@@ -191,6 +245,7 @@ impl Semaphore {
         Semaphore {
             lock: Lock {
                 queue: Queue::new(client.clone(), path, kind),
+                owner: None,
             },
         }
     }

@@ -20,7 +20,17 @@
 //   <slot> has                                   LeaderLatch.hasLeadership -> leader | not-leader
 //   <slot> close                                 delete the marker if this latch created it,
 //                                                then close the latch -> closed
+//   <slot> semaphore <path> <max> <timeout ms>   acquire a lease of InterProcessSemaphoreV2(<path>,
+//                                                <max>), waiting at most <timeout ms>
+//                                                -> acquired | timeout
+//   <slot> return                                return the slot's lease -> returned
 //   - violations                                 -> violations=<n> (latch markers so far)
+//   - sem-stress <path> <max> <base> <threads> <rounds>
+//                                                <threads> threads, each with its own session,
+//                                                take a lease of InterProcessSemaphoreV2(<path>,
+//                                                <max>) <rounds> times and count the holders
+//                                                inside (see below)
+//                                                -> violations=<n> most=<n> leases=<n>
 //   - rw-stress <path> <base> <writer rounds> <reader rounds>
 //                                                one writer thread and one reader thread, each
 //                                                with its own session, take the write / read
@@ -31,6 +41,10 @@
 //
 // A failed command replies "error <message>". Every slot has its own session and its own
 // thread: Curator's locks belong to the thread that acquired them.
+//
+// The check inside a semaphore lease (the Rust side makes the same one): create the ephemeral
+// <base>/holders/<unique>, list <base>/holders (more than <max> children: a violation; the most
+// seen is reported), sleep, delete the own node.
 //
 // The checks inside the read-write lock (the Rust side makes the same ones):
 //   writer: create the ephemeral <base>/writer (NodeExists: another writer is in), list
@@ -60,6 +74,8 @@ import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -84,6 +100,7 @@ public class CuratorPeer {
         final CuratorFramework client;
         final ExecutorService thread = Executors.newSingleThreadExecutor();
         InterProcessLock lock;
+        Lease lease;
         Future<Boolean> pending;
         LeaderLatch latch;
         String marker;
@@ -160,6 +177,8 @@ public class CuratorPeer {
                 return "violations=" + latchViolations.get();
             case "rw-stress":
                 return rwStress(w[2], w[3], Integer.parseInt(w[4]), Integer.parseInt(w[5]));
+            case "sem-stress":
+                return semStress(w[2], Integer.parseInt(w[3]), w[4], Integer.parseInt(w[5]), Integer.parseInt(w[6]));
             default:
                 throw new IllegalArgumentException("no command " + w[1]);
         }
@@ -204,6 +223,22 @@ public class CuratorPeer {
                 });
                 slot.lock = null;
                 return "released";
+            }
+            case "semaphore": {
+                InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(slot.client, w[2], Integer.parseInt(w[3]));
+                long timeout = Long.parseLong(w[4]);
+                Lease lease = slot.onThread(() -> semaphore.acquire(timeout, TimeUnit.MILLISECONDS));
+                slot.lease = lease;
+                return lease != null ? "acquired" : "timeout";
+            }
+            case "return": {
+                Lease lease = slot.lease;
+                slot.onThread(() -> {
+                    lease.close();
+                    return null;
+                });
+                slot.lease = null;
+                return "returned";
             }
             case "latch": {
                 LeaderLatch latch = new LeaderLatch(slot.client, w[2], w[3]);
@@ -296,6 +331,50 @@ public class CuratorPeer {
             return "error " + failure.get();
         }
         return "violations=" + violations.get() + " writes=" + writes.get() + " reads=" + reads.get();
+    }
+
+    static String semStress(String path, int max, String base, int threads, int rounds) throws Exception {
+        AtomicInteger violations = new AtomicInteger();
+        AtomicInteger most = new AtomicInteger();
+        AtomicInteger leases = new AtomicInteger();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread[] all = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            String name = "java-" + t + "-";
+            all[t] = new Thread(() -> {
+                try (CuratorFramework client = newClient()) {
+                    InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, max);
+                    for (int i = 0; i < rounds; i++) {
+                        Lease lease = semaphore.acquire();
+                        try {
+                            String own = base + "/holders/" + name + i;
+                            client.create().withMode(CreateMode.EPHEMERAL).forPath(own);
+                            int inside = client.getChildren().forPath(base + "/holders").size();
+                            most.accumulateAndGet(inside, Math::max);
+                            if (inside > max) {
+                                violations.incrementAndGet();
+                            }
+                            Thread.sleep(2);
+                            client.delete().forPath(own);
+                            leases.incrementAndGet();
+                        } finally {
+                            lease.close();
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            });
+            all[t].start();
+        }
+        for (Thread thread : all) {
+            thread.join();
+        }
+        if (failure.get() != null) {
+            failure.get().printStackTrace();
+            return "error " + failure.get();
+        }
+        return "violations=" + violations.get() + " most=" + most.get() + " leases=" + leases.get();
     }
 
     static int writerSection(CuratorFramework client, String base) throws Exception {

@@ -1,0 +1,100 @@
+//! Re-entrancy of the mutex: the holds of one owner (a [`Lock`](super::Lock) value and its
+//! clones) are counted on one node.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::attempt::Queue;
+use super::guard::{LockGuard, Validity};
+use crate::deadline::{deadline_of, until};
+use crate::{Error, Result};
+
+/// The owner of a re-entrant lock: its node while it holds the lock, and how many guards
+/// hold it.
+#[derive(Debug, Default)]
+pub(super) struct Owner {
+    /// Taken by the owner's acquire that creates the node, so that another acquire of the same
+    /// owner waits for it and then re-enters instead of queueing a second node.
+    turn: tokio::sync::Mutex<()>,
+    held: Mutex<Option<Held>>,
+}
+
+/// The owner's node and its count of holds.
+#[derive(Debug)]
+struct Held {
+    node: String,
+    czxid: i64,
+    count: usize,
+}
+
+impl Owner {
+    fn held(&self) -> MutexGuard<'_, Option<Held>> {
+        // A panic while the lock was held cannot leave the count half-updated (each update is
+        // one statement): carry on with it.
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many guards of this owner hold the lock now.
+    pub(super) fn count(&self) -> usize {
+        self.held().as_ref().map_or(0, |held| held.count)
+    }
+
+    /// Gives one hold back; returns the node to delete when it was the last one.
+    pub(super) fn leave(&self) -> Option<String> {
+        let mut held = self.held();
+        let last = held.as_mut().is_some_and(|held| {
+            held.count -= 1;
+            held.count == 0
+        });
+        if last {
+            held.take().map(|held| held.node)
+        } else {
+            None
+        }
+    }
+
+    /// One more hold of the node this owner holds, if it holds one.
+    fn reenter(self: &Arc<Self>, queue: &Queue) -> Result<Option<LockGuard>> {
+        let mut held = self.held();
+        let Some(held) = held.as_mut() else {
+            return Ok(None);
+        };
+        let mut guard = queue.guard(held.node.clone(), held.czxid);
+        if guard.validity() == Validity::Lost {
+            // The session is over: so is the lock; no new hold of it.
+            guard.node = None;
+            return Err(Error::Lost);
+        }
+        held.count += 1;
+        guard.owner = Some(self.clone());
+        Ok(Some(guard))
+    }
+}
+
+/// A re-entrant acquire: a new hold of the owner's node when the owner holds the lock, else an
+/// acquire of the lock (one at a time per owner), which becomes the owner's first hold.
+pub(super) async fn acquire(
+    owner: &Arc<Owner>,
+    queue: &Queue,
+    timeout: Option<Duration>,
+) -> Result<LockGuard> {
+    if let Some(guard) = owner.reenter(queue)? {
+        return Ok(guard);
+    }
+    let deadline = deadline_of(timeout);
+    let _turn = until(deadline, owner.turn.lock()).await?;
+    if let Some(guard) = owner.reenter(queue)? {
+        return Ok(guard);
+    }
+    let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let mut guard = queue.acquire(remaining).await?;
+    *owner.held() = Some(Held {
+        node: guard.node().to_owned(),
+        czxid: guard.fencing_token(),
+        count: 1,
+    });
+    guard.owner = Some(owner.clone());
+    Ok(guard)
+}
