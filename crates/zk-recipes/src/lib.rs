@@ -6,6 +6,8 @@
 //!   run-while-leading;
 //! - [`barrier`] and [`queue`]: barriers, the double barrier, the start gate, FIFO and bounded
 //!   queues.
+//! - [`cache`]: a local mirror of a subtree kept current with one persistent recursive watch;
+//!   [`group`]: group membership on top of it.
 //!
 //! Every fallible call returns [`Result`], whose error is [`Error`]: a ZooKeeper error
 //! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter.
@@ -54,6 +56,7 @@
 //! ```
 
 pub mod barrier;
+pub mod cache;
 mod cleanup;
 mod deadline;
 pub mod election;
