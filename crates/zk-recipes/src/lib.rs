@@ -61,6 +61,7 @@ mod cleanup;
 mod deadline;
 pub mod election;
 mod error;
+pub mod group;
 pub mod lock;
 pub mod queue;
 pub mod sequential;
