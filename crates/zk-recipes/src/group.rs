@@ -207,7 +207,9 @@ impl GroupView {
 
     /// Whether `name` is a member now.
     pub fn contains(&self, name: &str) -> bool {
-        self.cache.get(&join_path(self.cache.root(), name)).is_some()
+        self.cache
+            .get(&join_path(self.cache.root(), name))
+            .is_some()
     }
 
     /// The membership changes from now on.

@@ -22,10 +22,17 @@ async fn members_join_change_and_leave_and_a_crashed_member_expires() {
     let alice = connect(&server.connect_string()).await;
     // Bob's process is cut off from the server by its proxy: it crashes, as far as the
     // ensemble can tell, and its session expires after 1 s.
-    let bob = connect_proxied(server.addr(), builder().session_timeout(Duration::from_secs(1))).await;
+    let bob = connect_proxied(
+        server.addr(),
+        builder().session_timeout(Duration::from_secs(1)),
+    )
+    .await;
 
     let group = Group::new(&alice, "/groups/workers");
-    let a = group.join("alice", "a:1", Some(WITHIN)).await.expect("join");
+    let a = group
+        .join("alice", "a:1", Some(WITHIN))
+        .await
+        .expect("join");
     assert_eq!(a.name(), "alice");
     let b = Group::new(&bob.client, "/groups/workers")
         .join("bob", "b:1", Some(WITHIN))

@@ -159,6 +159,9 @@ impl Task {
     pub(crate) async fn run(mut self) {
         let error = self.serve().await;
         tracing::debug!(root = self.scope.root(), %error, "tree cache ended");
+        // Told before the subscribers' streams end, so that a subscriber that sees its end
+        // finds the reason in `TreeCache::ended`.
+        self.status.send_modify(|s| s.ended = Some(error.clone()));
         *self.shared.end() = Some(error.clone());
         self.shared.subscribers().clear();
         let waiters = self.queue.drain(..).map(|(read, _)| read);
@@ -173,7 +176,6 @@ impl Task {
         while let Ok(waiter) = self.syncs.try_recv() {
             let _ = waiter.send(Err(error.clone()));
         }
-        self.status.send_modify(|s| s.ended = Some(error));
     }
 
     /// Runs the cache until it ends; returns why.
@@ -214,7 +216,7 @@ impl Task {
                 reply = front(&mut self.in_flight), if !self.in_flight.is_empty() => {
                     let Some(sent) = self.in_flight.pop_front() else { continue };
                     // Events already buffered go first (they only queue reads).
-                    self.drain(&mut watcher);
+                    self.drain(&mut watcher, &mut states);
                     self.apply(sent.read, sent.generation, reply);
                 }
                 event = watcher.next() => match event {
@@ -355,8 +357,18 @@ impl Task {
         }
     }
 
-    /// Takes the events already buffered in the watcher, without waiting.
-    fn drain(&mut self, watcher: &mut PersistentWatcher) {
+    /// Takes the events already buffered in the watcher, without waiting, and (until the
+    /// watch reports connection markers) a change of the session's state, which is published
+    /// before any reply of the new connection.
+    fn drain(
+        &mut self,
+        watcher: &mut PersistentWatcher,
+        states: &mut watch::Receiver<SessionState>,
+    ) {
+        if !self.markers_seen && states.has_changed().unwrap_or(false) {
+            let state = *states.borrow_and_update();
+            self.on_state(state);
+        }
         let mut cx = Context::from_waker(Waker::noop());
         while self.rewatch.is_none() {
             match Pin::new(&mut *watcher).poll_next(&mut cx) {
