@@ -157,7 +157,7 @@ async fn a_reconnection_reports_exactly_the_changes_made_while_cut_off() {
     create(&writer, "/rc/gone/child", "c").await;
     create(&writer, "/rc/replaced", "r1").await;
 
-    let cache = TreeCache::new(&cut.client, "/rc").start();
+    let cache = TreeCache::builder(&cut.client, "/rc").start();
     within("initialized", WITHIN, cache.initialized(None))
         .await
         .expect("initialized");
@@ -246,7 +246,7 @@ async fn an_expired_session_ends_the_cache_of_a_client_that_does_not_renew() {
     )
     .await;
     mkdirs(&writer, "/ex/a").await;
-    let cache = TreeCache::new(&cut.client, "/ex").start();
+    let cache = TreeCache::builder(&cut.client, "/ex").start();
     within("initialized", WITHIN, cache.initialized(None))
         .await
         .expect("initialized");
@@ -357,7 +357,7 @@ async fn tree_cache_converges_under_random_writes_cuts_freezes_and_restarts() {
     ];
     mkdirs(&writers[0], "/rnd").await;
     let log = StateLog::record(&cache_client);
-    let cache = TreeCache::new(&cache_client, "/rnd")
+    let cache = TreeCache::builder(&cache_client, "/rnd")
         .max_in_flight(64)
         .start();
     within("initialized", WITHIN, cache.initialized(None))
@@ -451,7 +451,7 @@ async fn an_expired_session_renewed_rebuilds_the_cache_with_exactly_the_differen
     )
     .await
     .expect("create");
-    let cache = TreeCache::new(&cut.client, "/rn").start();
+    let cache = TreeCache::builder(&cut.client, "/rn").start();
     within("initialized", WITHIN, cache.initialized(None))
         .await
         .expect("initialized");

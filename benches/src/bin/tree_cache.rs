@@ -166,7 +166,7 @@ async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
     let rss_before = rss();
     let cpu_before = cpu_now();
     let started = Instant::now();
-    let cache = TreeCache::new(&client, &root)
+    let cache = TreeCache::builder(&client, &root)
         .max_in_flight(options.in_flight)
         .start();
     cache.initialized(Some(Duration::from_secs(600))).await?;

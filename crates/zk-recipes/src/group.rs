@@ -117,7 +117,7 @@ impl Group {
     ///
     /// [`Error::Timeout`]; the ZooKeeper errors of the first load.
     pub async fn view(&self, timeout: Option<Duration>) -> Result<GroupView> {
-        let cache = TreeCache::new(&self.client, &self.path)
+        let cache = TreeCache::builder(&self.client, &self.path)
             .depth(Depth::Children)
             .start();
         cache.initialized(timeout).await?;

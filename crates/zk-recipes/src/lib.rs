@@ -69,6 +69,11 @@ pub mod sequential;
 pub use error::{Error, Result};
 pub use zk_proto;
 
+/// The examples of `docs/recipes-cache.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recipes-cache.md")]
+pub struct CacheGuideDoctests;
+
 /// The example of `docs/recipes-lock.md`, compiled as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/recipes-lock.md")]

@@ -111,7 +111,7 @@ async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
     }
     create(&writer, "/t/c", "c1").await;
 
-    let cache = TreeCache::new(&reader, "/t").start();
+    let cache = TreeCache::builder(&reader, "/t").start();
     let mut events = cache.events();
     within("initialized", WITHIN, cache.initialized(None))
         .await
@@ -214,20 +214,22 @@ async fn depth_filter_and_stat_only_select_what_is_cached() {
     set(&writer, "/d", "root").await;
 
     // One node.
-    let node = TreeCache::new(&reader, "/d").depth(Depth::Node).start();
+    let node = TreeCache::builder(&reader, "/d").depth(Depth::Node).start();
     // The root and its children.
-    let children = TreeCache::new(&reader, "/d").depth(Depth::Children).start();
+    let children = TreeCache::builder(&reader, "/d")
+        .depth(Depth::Children)
+        .start();
     // A filter: a subtree left out, a node's Stat only.
-    let filtered = TreeCache::new(&reader, "/d")
+    let filtered = TreeCache::builder(&reader, "/d")
         .filter(|path| match path {
             "/d/secret" => Keep::Nothing,
             "/d/big" => Keep::Stat,
             _ => Keep::Data,
         })
         .start();
-    let stat_only = TreeCache::new(&reader, "/d").stat_only().start();
+    let stat_only = TreeCache::builder(&reader, "/d").stat_only().start();
     // A root that does not exist yet.
-    let missing = TreeCache::new(&reader, "/later").start();
+    let missing = TreeCache::builder(&reader, "/later").start();
     let mut node_events = node.events();
     let mut missing_events = missing.events();
     for cache in [&node, &children, &filtered, &stat_only, &missing] {
@@ -290,7 +292,7 @@ async fn a_subscriber_that_falls_behind_is_told_and_the_cache_goes_on() {
     let writer = connect(&server.connect_string()).await;
     let reader = connect(&server.connect_string()).await;
     mkdirs(&writer, "/o").await;
-    let cache = TreeCache::new(&reader, "/o").event_capacity(4).start();
+    let cache = TreeCache::builder(&reader, "/o").event_capacity(4).start();
     within("initialized", WITHIN, cache.initialized(None))
         .await
         .expect("initialized");

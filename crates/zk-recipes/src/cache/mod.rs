@@ -6,7 +6,7 @@
 //! use std::time::Duration;
 //! use zk_recipes::cache::{CacheEvent, Depth, TreeCache};
 //!
-//! let cache = TreeCache::new(&client, "/services").depth(Depth::Subtree).start();
+//! let cache = TreeCache::builder(&client, "/services").depth(Depth::Subtree).start();
 //! let mut events = cache.events();
 //! cache.initialized(Some(Duration::from_secs(10))).await?;
 //! for node in cache.children("/services") {
@@ -85,7 +85,7 @@ pub enum Keep {
 /// The filter of a [`TreeCache`]: given a node's path, what to keep of it.
 pub type Filter = Arc<dyn Fn(&str) -> Keep + Send + Sync>;
 
-/// The settings of a [`TreeCache`], made by [`TreeCache::new`]; [`start`](Self::start) starts
+/// The settings of a [`TreeCache`], made by [`TreeCache::builder`]; [`start`](Self::start) starts
 /// it.
 #[must_use = "a tree cache does nothing until started"]
 pub struct TreeCacheBuilder {
@@ -250,7 +250,7 @@ pub struct TreeCache {
 
 impl TreeCache {
     /// The settings of a cache of the subtree at `root` (see [`TreeCacheBuilder`]).
-    pub fn new(client: &Client, root: &str) -> TreeCacheBuilder {
+    pub fn builder(client: &Client, root: &str) -> TreeCacheBuilder {
         TreeCacheBuilder {
             client: client.clone(),
             root: root.to_owned(),

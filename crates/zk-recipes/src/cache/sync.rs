@@ -193,10 +193,10 @@ impl Task {
             if let Some(rewatch) = self.rewatch.take() {
                 // The old watch goes first: dropping it queues its removal before the new one.
                 drop(watcher);
-                if let Rewatch::Ended(error) = rewatch {
-                    if let Err(error) = self.await_new_session(&mut states, error).await {
-                        return error;
-                    }
+                if let Rewatch::Ended(error) = rewatch
+                    && let Err(error) = self.await_new_session(&mut states, error).await
+                {
+                    return error;
                 }
                 watcher = match self.add_watch(&mut states).await {
                     Ok(watcher) => watcher,
