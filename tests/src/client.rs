@@ -12,7 +12,7 @@
 //!   task), [`eventually`] (a polled condition), [`wait_for_state`] and [`wait_state`] (the
 //!   session state), [`wait_children`] and [`poll_children`] (a listing); [`StateLog`] records
 //!   every state a session goes through.
-//! - Nodes: [`children`], [`mkdirs`] and [`read_tree`] (a whole subtree, to compare a cache
+//! - Nodes: [`children`], [`mkdirs`], [`create_node`] and [`read_tree`] (a whole subtree, to compare a cache
 //!   with).
 //! - Dynamic reconfiguration, on a [`DynamicEnsemble`] from [`start_dynamic_ensemble`]:
 //!   [`add_member`], [`remove_member`] and [`replace_member`] change the membership with
@@ -380,6 +380,18 @@ pub async fn mkdirs(client: &Client, path: &str) {
             Err(e) => panic!("create {at}: {e}"),
         }
     }
+}
+
+/// Creates the persistent node `path` with `data`.
+///
+/// # Panics
+///
+/// On any error, or when the create takes more than 10 s.
+pub async fn create_node(client: &Client, path: &str, data: &str) {
+    let create = client.create(path, data.to_owned(), &CreateOptions::persistent());
+    within("create", CALL_LIMIT, create)
+        .await
+        .unwrap_or_else(|e| panic!("create {path}: {e}"));
 }
 
 /// Every node of the subtree at `root` with its data and Stat, read one node at a time (none

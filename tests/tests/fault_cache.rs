@@ -20,8 +20,8 @@ use zk_recipes::Error as RecipeError;
 use zk_recipes::cache::{CacheEvent, CacheEvents, Snapshot, TreeCache};
 use zk_testkit::Ensemble;
 use zk_testkit::client::{
-    StateLog, blocking, builder, connect, connect_proxied, connect_with, mkdirs, read_tree,
-    start_ensemble, start_server, wait_for_state, within,
+    StateLog, blocking, builder, connect, connect_proxied, connect_with, create_node, mkdirs,
+    read_tree, start_ensemble, start_server, wait_for_state, within,
 };
 use zk_testkit::fault::FaultProxy;
 
@@ -132,16 +132,6 @@ async fn cache_sync(cache: &TreeCache) {
         .expect("cache sync");
 }
 
-async fn create(client: &Client, path: &str, data: &str) {
-    within(
-        "create",
-        WITHIN,
-        client.create(path, data.to_owned(), &CreateOptions::persistent()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("create {path}: {e}"));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reconnection and expiry.
 // ---------------------------------------------------------------------------------------------
@@ -152,10 +142,10 @@ async fn a_reconnection_reports_exactly_the_changes_made_while_cut_off() {
     let writer = connect(&server.connect_string()).await;
     let cut = connect_proxied(server.addr(), builder()).await;
     mkdirs(&writer, "/rc/keep").await;
-    create(&writer, "/rc/changed", "v1").await;
-    create(&writer, "/rc/gone", "g").await;
-    create(&writer, "/rc/gone/child", "c").await;
-    create(&writer, "/rc/replaced", "r1").await;
+    create_node(&writer, "/rc/changed", "v1").await;
+    create_node(&writer, "/rc/gone", "g").await;
+    create_node(&writer, "/rc/gone/child", "c").await;
+    create_node(&writer, "/rc/replaced", "r1").await;
 
     let cache = TreeCache::builder(&cut.client, "/rc").start();
     within("initialized", WITHIN, cache.initialized(None))
@@ -179,11 +169,11 @@ async fn a_reconnection_reports_exactly_the_changes_made_while_cut_off() {
     within("delete", WITHIN, writer.delete("/rc/replaced", None))
         .await
         .expect("delete");
-    create(&writer, "/rc/replaced", "r2").await;
-    create(&writer, "/rc/new", "n").await;
-    create(&writer, "/rc/new/deep", "d").await;
+    create_node(&writer, "/rc/replaced", "r2").await;
+    create_node(&writer, "/rc/new", "n").await;
+    create_node(&writer, "/rc/new/deep", "d").await;
     // Created and deleted while cut off: it never was in the cache, and never is reported.
-    create(&writer, "/rc/fleeting", "f").await;
+    create_node(&writer, "/rc/fleeting", "f").await;
     within("delete", WITHIN, writer.delete("/rc/fleeting", None))
         .await
         .expect("delete");
@@ -460,7 +450,7 @@ async fn an_expired_session_renewed_rebuilds_the_cache_with_exactly_the_differen
     let old_session = cut.client.session_id();
     cut.proxy.isolate();
     wait_for_state(&cut.client, SessionState::Expired, WITHIN).await;
-    create(&writer, "/rn/b", "b").await;
+    create_node(&writer, "/rn/b", "b").await;
     cut.proxy.restore();
     wait_for_state(&cut.client, SessionState::Connected, WITHIN).await;
     assert_ne!(cut.client.session_id(), old_session);

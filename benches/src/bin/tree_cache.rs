@@ -327,41 +327,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut server = None;
-    let connect = match &options.connect {
-        Some(connect) => connect.clone(),
-        None => {
-            eprintln!("tree_cache: starting a local ZooKeeper (forceSync off)...");
-            let mut builder = zk_testkit::ZkServer::builder()
-                .force_sync(false)
-                .jvm_arg(PRODUCTION_JIT)
-                .max_heap_mb(1024);
-            for (key, value) in SMALL_MACHINE_SERVER {
-                builder = builder.system_property(key, value);
-            }
-            match builder.start() {
-                Ok(s) => {
-                    let cs = s.connect_string();
-                    server = Some(s);
-                    cs
-                }
-                Err(e) => {
-                    eprintln!("tree_cache: error: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
+    let local = || {
+        eprintln!("tree_cache: starting a local ZooKeeper (forceSync off)...");
+        let mut builder = zk_testkit::ZkServer::builder()
+            .force_sync(false)
+            .jvm_arg(PRODUCTION_JIT)
+            .max_heap_mb(1024);
+        for (key, value) in SMALL_MACHINE_SERVER {
+            builder = builder.system_property(key, value);
         }
+        builder
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let (server, connect) =
+        match zk_benches::local_server("tree_cache", options.connect.as_deref(), local) {
+            Ok(found) => found,
+            Err(code) => return code,
+        };
+    let runtime = match zk_benches::runtime("tree_cache") {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("tree_cache: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     if let Some(root) = &options.populate {
         return match runtime.block_on(populate(&connect, root, &options)) {

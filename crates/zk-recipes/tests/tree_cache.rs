@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use zk_proto::{Client, CreateOptions, WatcherType};
+use zk_proto::{Client, WatcherType};
 use zk_recipes::Error;
 use zk_recipes::cache::{CacheEvent, CacheEvents, Depth, Keep, Snapshot, TreeCache};
-use zk_testkit::client::{connect, eventually, mkdirs, read_tree, start_server, within};
+use zk_testkit::client::{
+    connect, create_node, eventually, mkdirs, read_tree, start_server, within,
+};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
@@ -76,16 +78,6 @@ fn describe(event: &CacheEvent) -> String {
     }
 }
 
-async fn create(client: &Client, path: &str, data: &str) {
-    within(
-        "create",
-        WITHIN,
-        client.create(path, data.to_owned(), &CreateOptions::persistent()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("create {path}: {e}"));
-}
-
 async fn set(client: &Client, path: &str, data: &str) {
     within("set", WITHIN, client.set_data(path, data.to_owned(), None))
         .await
@@ -104,12 +96,12 @@ async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
     let writer = connect(&server.connect_string()).await;
     let reader = connect(&server.connect_string()).await;
     mkdirs(&writer, "/t/b/x").await;
-    create(&writer, "/t/b/x/y", "y").await;
-    create(&writer, "/t/a", "a").await;
+    create_node(&writer, "/t/b/x/y", "y").await;
+    create_node(&writer, "/t/a", "a").await;
     for i in 1..=5 {
-        create(&writer, &format!("/t/a/{i}"), &format!("a{i}")).await;
+        create_node(&writer, &format!("/t/a/{i}"), &format!("a{i}")).await;
     }
-    create(&writer, "/t/c", "c1").await;
+    create_node(&writer, "/t/c", "c1").await;
 
     let cache = TreeCache::builder(&reader, "/t").start();
     let mut events = cache.events();
@@ -132,11 +124,11 @@ async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
         Some(Bytes::from("c1"))
     );
 
-    create(&writer, "/t/a/6", "a6").await;
+    create_node(&writer, "/t/a/6", "a6").await;
     set(&writer, "/t/c", "c2").await;
     delete(&writer, "/t/a/1").await;
-    create(&writer, "/t/new", "n").await;
-    create(&writer, "/t/new/deep", "d").await;
+    create_node(&writer, "/t/new", "n").await;
+    create_node(&writer, "/t/new/deep", "d").await;
     within("sync", WITHIN, cache.sync(None))
         .await
         .expect("sync");
@@ -186,8 +178,8 @@ async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
         .expect("sync");
     assert!(cache.snapshot().is_empty());
     assert_eq!(delivered(&mut events).await.len(), 10);
-    create(&writer, "/t", "again").await;
-    create(&writer, "/t/z", "z").await;
+    create_node(&writer, "/t", "again").await;
+    create_node(&writer, "/t/z", "z").await;
     within("sync", WITHIN, cache.sync(None))
         .await
         .expect("sync");
@@ -210,7 +202,7 @@ async fn depth_filter_and_stat_only_select_what_is_cached() {
     let reader = connect(&server.connect_string()).await;
     mkdirs(&writer, "/d/a/deep").await;
     mkdirs(&writer, "/d/secret/inner").await;
-    create(&writer, "/d/big", "large data").await;
+    create_node(&writer, "/d/big", "large data").await;
     set(&writer, "/d", "root").await;
 
     // One node.
@@ -259,11 +251,11 @@ async fn depth_filter_and_stat_only_select_what_is_cached() {
     assert!(stat_only.snapshot().nodes().all(|n| n.data().is_none()));
     assert!(missing.snapshot().is_empty());
 
-    create(&writer, "/d/a/deep/deeper", "x").await;
-    create(&writer, "/d/secret/inner/hidden", "x").await;
+    create_node(&writer, "/d/a/deep/deeper", "x").await;
+    create_node(&writer, "/d/secret/inner/hidden", "x").await;
     set(&writer, "/d/big", "larger data").await;
     set(&writer, "/d", "root2").await;
-    create(&writer, "/later", "now").await;
+    create_node(&writer, "/later", "now").await;
     for cache in [&node, &children, &filtered, &stat_only, &missing] {
         within("sync", WITHIN, cache.sync(None))
             .await
@@ -298,7 +290,7 @@ async fn a_subscriber_that_falls_behind_is_told_and_the_cache_goes_on() {
         .expect("initialized");
     let mut slow = cache.events();
     for i in 0..10 {
-        create(&writer, &format!("/o/{i}"), "x").await;
+        create_node(&writer, &format!("/o/{i}"), "x").await;
     }
     within("sync", WITHIN, cache.sync(None))
         .await

@@ -25,8 +25,9 @@ use zk_proto::{
 };
 
 use super::scope::Scope;
-use super::tree::{Applied, CacheEvent, Map, Writer, child_path, parent_path};
+use super::tree::{Applied, CacheEvent, Map, Writer, parent_path};
 use super::{Depth, Keep, Shared, Status};
+use crate::barrier::join_path;
 
 /// A caller of [`TreeCache::sync`](super::TreeCache::sync), answered once the cache has
 /// caught up.
@@ -528,35 +529,31 @@ impl Task {
     ) {
         let root = path == self.scope.root();
         let lists = self.scope.lists_children(path);
-        let mut next = None;
-        {
-            let mut map = write(&self.shared);
-            let mut writer = Writer {
-                map: Arc::make_mut(&mut map),
-                out: &mut self.out,
-            };
-            match found {
-                None => writer.remove(path),
-                Some((data, stat)) => {
-                    let parent_cached = parent_path(path).is_some_and(|p| writer.contains(p));
-                    // A node whose parent is not cached yet is found again when the parent
-                    // is added (its child list is read then).
-                    if root || parent_cached {
-                        let (children, czxid, pzxid) = (stat.num_children, stat.czxid, stat.pzxid);
-                        let applied = writer.put(path, data, stat);
-                        if lists && children == 0 {
-                            writer.retain_children(path, czxid, pzxid, &[]);
-                        } else if lists && (sweep || applied == Applied::Added) {
-                            next = Some(Read::Children {
-                                path: path.to_owned(),
-                                sweep,
-                            });
-                        }
-                    }
+        let next = self.change(|writer, _| {
+            let (data, stat) = match found {
+                None => {
+                    writer.remove(path);
+                    return None;
                 }
+                Some(found) => found,
+            };
+            // A node whose parent is not cached yet is found again when the parent is added
+            // (its child list is read then).
+            if !root && !parent_path(path).is_some_and(|p| writer.contains(p)) {
+                return None;
             }
-            flush(&self.shared, self.initialized, &mut self.out);
-        }
+            let (children, czxid, pzxid) = (stat.num_children, stat.czxid, stat.pzxid);
+            let applied = writer.put(path, data, stat);
+            if lists && children == 0 {
+                writer.retain_children(path, czxid, pzxid, &[]);
+            } else if lists && (sweep || applied == Applied::Added) {
+                return Some(Read::Children {
+                    path: path.to_owned(),
+                    sweep,
+                });
+            }
+            None
+        });
         if let Some(read) = next {
             self.push(read, generation);
         }
@@ -569,36 +566,47 @@ impl Task {
         generation: u64,
         found: Option<(Vec<String>, Stat)>,
     ) {
-        let mut next = Vec::new();
-        {
-            let mut map = write(&self.shared);
-            let mut writer = Writer {
-                map: Arc::make_mut(&mut map),
-                out: &mut self.out,
+        let next = self.change(|writer, scope| {
+            let mut next = Vec::new();
+            let Some((names, stat)) = found else {
+                writer.remove(path);
+                return next;
             };
-            match found {
-                None => writer.remove(path),
-                Some((names, stat)) => {
-                    if writer.retain_children(path, stat.czxid, stat.pzxid, &names) {
-                        for name in &names {
-                            let child = child_path(path, name);
-                            let keep = self.scope.keep(&child);
-                            if keep != Keep::Nothing && (sweep || !writer.contains(&child)) {
-                                next.push(Read::Data {
-                                    path: child,
-                                    sweep,
-                                    keep,
-                                });
-                            }
-                        }
+            if writer.retain_children(path, stat.czxid, stat.pzxid, &names) {
+                for name in &names {
+                    let child = join_path(path, name);
+                    let keep = scope.keep(&child);
+                    if keep != Keep::Nothing && (sweep || !writer.contains(&child)) {
+                        next.push(Read::Data {
+                            path: child,
+                            sweep,
+                            keep,
+                        });
                     }
                 }
             }
-            flush(&self.shared, self.initialized, &mut self.out);
-        }
+            next
+        });
         for read in next {
             self.push(read, generation);
         }
+    }
+
+    /// Changes the map under its write lock, then hands the change's events to the
+    /// subscribers (under the same lock, so that a new subscription falls between two
+    /// changes).
+    fn change<R>(&mut self, f: impl FnOnce(&mut Writer<'_>, &Scope) -> R) -> R {
+        let mut map = write(&self.shared);
+        let mut writer = Writer {
+            map: Arc::make_mut(&mut map),
+            out: &mut self.out,
+        };
+        let result = f(&mut writer, &self.scope);
+        if self.initialized && !self.out.is_empty() {
+            deliver(&self.shared, &self.out);
+        }
+        self.out.clear();
+        result
     }
 
     /// A read failed.
@@ -619,16 +627,6 @@ impl Task {
 /// The write lock of the map.
 fn write(shared: &Shared) -> RwLockWriteGuard<'_, Arc<Map>> {
     shared.map.write().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Hands the events of the change just applied to the subscribers once the cache is
-/// initialized (called under the map's write lock, so that a new subscription falls between
-/// two changes).
-fn flush(shared: &Shared, initialized: bool, out: &mut Vec<CacheEvent>) {
-    if initialized && !out.is_empty() {
-        deliver(shared, out);
-    }
-    out.clear();
 }
 
 /// Sends `events` to every subscriber, dropping those that are gone or fell behind.

@@ -78,15 +78,6 @@ fn children_bounds(path: &str) -> (String, String) {
     (format!("{path}\0"), format!("{path}\u{1}"))
 }
 
-/// The path of `parent`'s child `name`.
-pub(crate) fn child_path(parent: &str, name: &str) -> String {
-    if parent == "/" {
-        format!("/{name}")
-    } else {
-        format!("{parent}/{name}")
-    }
-}
-
 /// The parent of `path` (`None` for `/`).
 pub(crate) fn parent_path(path: &str) -> Option<&str> {
     match path.rfind('/') {
@@ -308,8 +299,6 @@ mod tests {
         assert_eq!(parent_path("/"), None);
         assert_eq!(parent_path("/a"), Some("/"));
         assert_eq!(parent_path("/a/b"), Some("/a"));
-        assert_eq!(child_path("/", "a"), "/a");
-        assert_eq!(child_path("/a", "b"), "/a/b");
 
         let (mut map, mut out) = (Map::new(), Vec::new());
         let mut writer = Writer {
