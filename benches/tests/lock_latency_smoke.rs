@@ -6,7 +6,7 @@
 //! when they are missing the binary fails with a message naming `scripts/install-deps.sh`, and
 //! so does this test.
 
-use std::process::Command;
+mod support;
 
 use serde_json::Value;
 
@@ -65,12 +65,12 @@ fn tiny_run_reports_every_metric() {
         "--in-flight",
         "32",
     ];
-    let (lines, stdout) = run_lock_latency(&args);
+    let lines = run_lock_latency(&args);
     let by_name = |name: &str| {
         lines
             .iter()
             .find(|l| l.get("metric").and_then(Value::as_str) == Some(name))
-            .unwrap_or_else(|| panic!("no {name} line in:\n{stdout}"))
+            .unwrap_or_else(|| panic!("no {name} line in:\n{lines:?}"))
     };
     for line in &lines {
         assert_eq!(line.get("client").and_then(Value::as_str), Some("rzk"));
@@ -152,28 +152,12 @@ fn tiny_secured_run(extra: &str) -> Vec<Value> {
         "--in-flight",
         "32",
     ];
-    run_lock_latency(&args).0
+    run_lock_latency(&args)
 }
 
 /// Runs the binary with `args`, expecting success; returns its JSON lines and its output.
-fn run_lock_latency(args: &[&str]) -> (Vec<Value>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_lock_latency"))
-        .args(args)
-        .output()
-        .expect("the lock_latency binary starts");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "lock_latency {args:?} failed with {}:\nstdout:\n{stdout}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines = stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
-    (lines, stdout)
+fn run_lock_latency(args: &[&str]) -> Vec<Value> {
+    support::run_json(env!("CARGO_BIN_EXE_lock_latency"), args)
 }
 
 fn line<'a>(lines: &'a [Value], name: &str) -> &'a Value {

@@ -3,41 +3,9 @@
 //! soak, cycles done with no violation, no token-order error and no leftover node across a
 //! server restart. No timing thresholds.
 
-use std::process::Command;
+mod support;
 
-use serde_json::Value;
-
-fn run_json(binary: &str, args: &[&str]) -> Vec<Value> {
-    let output = Command::new(binary)
-        .args(args)
-        .output()
-        .expect("the binary starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{binary} {args:?} failed with {}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-fn metric<'a>(lines: &'a [Value], name: &str) -> &'a Value {
-    lines
-        .iter()
-        .find(|l| l.get("metric").and_then(Value::as_str) == Some(name))
-        .unwrap_or_else(|| panic!("no {name} line in {lines:?}"))
-}
-
-fn number(line: &Value, key: &str) -> f64 {
-    line.get(key)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{key} is not a number in {line:?}"))
-}
+use support::{metric, number, run_json};
 
 #[test]
 fn sessions_reports_memory_and_completes_the_mixed_load() {

@@ -12,7 +12,8 @@
 //!   task), [`eventually`] (a polled condition), [`wait_for_state`] and [`wait_state`] (the
 //!   session state), [`wait_children`] and [`poll_children`] (a listing); [`StateLog`] records
 //!   every state a session goes through.
-//! - Nodes: [`children`] and [`mkdirs`].
+//! - Nodes: [`children`], [`mkdirs`], [`create_node`] and [`read_tree`] (a whole subtree, to compare a cache
+//!   with).
 //! - Dynamic reconfiguration, on a [`DynamicEnsemble`] from [`start_dynamic_ensemble`]:
 //!   [`add_member`], [`remove_member`] and [`replace_member`] change the membership with
 //!   `reconfig` and wait, at most [`RECONFIG_LIMIT`], through the leader's documented
@@ -379,6 +380,51 @@ pub async fn mkdirs(client: &Client, path: &str) {
             Err(e) => panic!("create {at}: {e}"),
         }
     }
+}
+
+/// Creates the persistent node `path` with `data`.
+///
+/// # Panics
+///
+/// On any error, or when the create takes more than 10 s.
+pub async fn create_node(client: &Client, path: &str, data: &str) {
+    let create = client.create(path, data.to_owned(), &CreateOptions::persistent());
+    within("create", CALL_LIMIT, create)
+        .await
+        .unwrap_or_else(|e| panic!("create {path}: {e}"));
+}
+
+/// Every node of the subtree at `root` with its data and Stat, read one node at a time (none
+/// when `root` does not exist). A node deleted while it is read is left out; call it when
+/// nothing changes the subtree, after `sync` for the leader's latest.
+///
+/// # Panics
+///
+/// On any error but `NoNode`, or when a call takes more than 10 s.
+pub async fn read_tree(
+    client: &Client,
+    root: &str,
+) -> std::collections::BTreeMap<String, (Bytes, Stat)> {
+    let mut tree = std::collections::BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(path) = pending.pop() {
+        let read = within("getData", CALL_LIMIT, client.get_data(&path)).await;
+        match read {
+            Ok(found) => {
+                tree.insert(path.clone(), found);
+            }
+            Err(zk_proto::Error::NoNode) => continue,
+            Err(e) => panic!("read {path}: {e}"),
+        }
+        for child in children(client, &path).await {
+            pending.push(if path == "/" {
+                format!("/{child}")
+            } else {
+                format!("{path}/{child}")
+            });
+        }
+    }
+    tree
 }
 
 // ----- dynamic reconfiguration -----

@@ -254,37 +254,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut server = None;
-    let connect = match &options.connect {
-        Some(connect) => connect.clone(),
-        None => {
+    let (server, connect) =
+        match zk_benches::local_server("sessions", options.connect.as_deref(), || {
             eprintln!("sessions: starting a local ZooKeeper (maxClientCnxns=0)...");
-            match zk_testkit::ZkServer::builder()
-                .config("maxClientCnxns", 0)
-                .start()
-            {
-                Ok(s) => {
-                    let cs = s.connect_string();
-                    server = Some(s);
-                    cs
-                }
-                Err(e) => {
-                    eprintln!("sessions: error: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+            zk_testkit::ZkServer::builder().config("maxClientCnxns", 0)
+        }) {
+            Ok(found) => found,
+            Err(code) => return code,
+        };
+    let runtime = match zk_benches::runtime("sessions") {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("sessions: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let report = match runtime.block_on(run(&options, &connect)) {
         Ok(report) => report,

@@ -224,16 +224,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match zk_benches::runtime("soak") {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("soak: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let tally = Arc::new(Tally::default());
     let report = match runtime.block_on(run(&options, tally.clone())) {

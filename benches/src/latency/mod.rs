@@ -25,7 +25,7 @@ pub use cli::{Cli, Counts, Options, USAGE};
 pub use metric::{Metric, ratios};
 pub use servers::server_addrs;
 pub use table::to_table;
-pub use workloads::Workload;
+pub use workloads::{Workload, cpu_now};
 
 /// A boxed error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -62,7 +62,7 @@ impl Outcome {
 /// The test kit starts its servers with the JIT stopped at C1 (`-XX:TieredStopAtLevel=1`):
 /// quick to start, slower to run. A benchmark's local servers get the full tiered JIT, as a
 /// production server has (HotSpot takes the last of repeated flags).
-const PRODUCTION_JIT: &str = "-XX:TieredStopAtLevel=4";
+pub const PRODUCTION_JIT: &str = "-XX:TieredStopAtLevel=4";
 
 /// Blocks per workload with `--tls` unless `--blocks` says otherwise.
 const TLS_BLOCKS: usize = 4;

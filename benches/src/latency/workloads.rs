@@ -91,7 +91,7 @@ const DATA: [u8; 16] = *b"rzk-bench-16-byt";
 const WAIT_LIMIT: Duration = Duration::from_secs(60);
 
 /// Process CPU time (user + system) so far.
-fn cpu_now() -> Duration {
+pub fn cpu_now() -> Duration {
     let t = clock_gettime(ClockId::ProcessCPUTime);
     Duration::new(
         u64::try_from(t.tv_sec).unwrap_or_default(),

@@ -9,6 +9,8 @@
 //!   `DistributedAtomicLong`), with a stream of a count's changes;
 //! - [`barrier`] and [`queue`]: barriers, the double barrier, the start gate, FIFO and bounded
 //!   queues.
+//! - [`cache`]: a local mirror of a subtree kept current with one persistent recursive watch;
+//!   [`group`]: group membership on top of it.
 //!
 //! Every fallible call returns [`Result`], whose error is [`Error`]: a ZooKeeper error
 //! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter, a counter node
@@ -58,17 +60,24 @@
 //! ```
 
 pub mod barrier;
+pub mod cache;
 mod cleanup;
 pub mod counter;
 mod deadline;
 pub mod election;
 mod error;
+pub mod group;
 pub mod lock;
 pub mod queue;
 pub mod sequential;
 
 pub use error::{Error, Result};
 pub use zk_proto;
+
+/// The examples of `docs/recipes-cache.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recipes-cache.md")]
+pub struct CacheGuideDoctests;
 
 /// The example of `docs/recipes-lock.md`, compiled as a doctest.
 #[cfg(doctest)]

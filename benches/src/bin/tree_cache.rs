@@ -1,0 +1,369 @@
+//! The tree cache: its pipelined initial load against one round trip per node, its resident
+//! memory per cached node, and how fast it follows a steady stream of writes.
+//!
+//! `cargo run --release -p zk-benches --bin tree_cache -- [--nodes N (100000)] [--fanout N
+//! (100)] [--writes N (20000)] [--sample N (2000)] [--in-flight N (512)] [--connect
+//! HOST:PORT] [--json]`
+//!
+//! Without `--connect` it starts a local ZooKeeper (test kit, forceSync off, the full JIT and
+//! the small-machine I/O settings of `lock_latency`) and stops it at the end. The tree is `/rzk-tree-<pid>/g<i>/n<j>` (`--fanout` children per group, 32 bytes
+//! of data each), written by a child process of this binary so that the writes' buffers are
+//! not in this process when its memory is read. Then:
+//!
+//! - `initial_load`: a [`TreeCache`] of the whole tree, started and waited for
+//!   (`initialized`); resident memory (`VmRSS` of `/proc/self/status`) before and after, per
+//!   cached node (the cache and its share of the client's buffers, as the process sees them).
+//! - `sequential_get`: `--sample` getData calls one after the other: the round trip of a load
+//!   that reads one node at a time, extrapolated to the whole tree; the ratio of the two is
+//!   `sequential_load/pipelined_load`.
+//! - `follow_writes`: two other sessions set the data of random nodes (`--writes` in all, 64
+//!   in flight each); the time until the cache holds the last write (`TreeCache::sync`),
+//!   writes mirrored per second, and the events delivered.
+//!
+//! Exits non-zero if the cache does not hold exactly the tree, or a write failed.
+
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use zk_benches::latency::{PRODUCTION_JIT, SMALL_MACHINE_SERVER, cpu_now};
+use zk_proto::{Client, CreateOptions};
+use zk_recipes::cache::{CacheEvent, TreeCache};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const USAGE: &str = "usage: tree_cache [--nodes N (100000)] [--fanout N (100)] \
+                     [--writes N (20000)] [--sample N (2000)] [--in-flight N (512)] \
+                     [--connect HOST:PORT[,...]] [--json]";
+
+/// Data of every node.
+const DATA: [u8; 32] = [b'x'; 32];
+/// Writes in flight per writer session.
+const WRITE_WINDOW: usize = 64;
+/// Creates in flight while the child process writes the tree.
+const CREATE_WINDOW: usize = 512;
+
+struct Options {
+    nodes: usize,
+    fanout: usize,
+    writes: usize,
+    sample: usize,
+    in_flight: usize,
+    connect: Option<String>,
+    json: bool,
+    /// Internal: write the tree at this root and exit (the child process).
+    populate: Option<String>,
+}
+
+fn parse() -> Result<Options, String> {
+    let mut options = Options {
+        nodes: 100_000,
+        fanout: 100,
+        writes: 20_000,
+        sample: 2_000,
+        in_flight: 512,
+        connect: None,
+        json: false,
+        populate: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        let number = |name: &str, v: String| {
+            v.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("{name}: not a positive integer: {v:?}"))
+        };
+        match arg.as_str() {
+            "--nodes" => options.nodes = number("--nodes", value("--nodes")?)?,
+            "--fanout" => options.fanout = number("--fanout", value("--fanout")?)?,
+            "--writes" => options.writes = number("--writes", value("--writes")?)?,
+            "--sample" => options.sample = number("--sample", value("--sample")?)?,
+            "--in-flight" => options.in_flight = number("--in-flight", value("--in-flight")?)?,
+            "--connect" => options.connect = Some(value("--connect")?),
+            "--populate" => options.populate = Some(value("--populate")?),
+            "--json" => options.json = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(options)
+}
+
+/// `VmRSS` of `/proc/self/status` in bytes, if readable.
+fn rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The paths of the tree below `root`: the groups, then their children.
+fn tree_paths(root: &str, nodes: usize, fanout: usize) -> Vec<String> {
+    let groups = nodes.div_ceil(fanout + 1).max(1);
+    let mut paths: Vec<String> = (0..groups).map(|g| format!("{root}/g{g}")).collect();
+    let mut n = 0;
+    while paths.len() < nodes {
+        paths.push(format!("{root}/g{}/n{}", n % groups, n / groups));
+        n += 1;
+    }
+    paths
+}
+
+/// The child process: writes the tree, pipelined.
+async fn populate(connect: &str, root: &str, options: &Options) -> Result<(), BoxError> {
+    let client = Client::connect(connect).await?;
+    client
+        .create(root, "", &CreateOptions::persistent())
+        .await?;
+    let paths = tree_paths(root, options.nodes, options.fanout);
+    for chunk in paths.chunks(CREATE_WINDOW) {
+        let calls: Vec<_> = chunk
+            .iter()
+            .map(|p| client.create(p, &DATA[..], &CreateOptions::persistent()))
+            .collect();
+        for call in calls {
+            call.await?;
+        }
+    }
+    client.close().await?;
+    Ok(())
+}
+
+struct Report {
+    nodes: usize,
+    load: Duration,
+    /// This process's CPU time (user + system) during the load.
+    load_cpu: Duration,
+    rss_before: Option<u64>,
+    rss_after: Option<u64>,
+    sequential_rtt: Duration,
+    sample: usize,
+    writes: usize,
+    write_elapsed: Duration,
+    mirrored: Duration,
+    events: usize,
+}
+
+async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
+    let root = format!("/rzk-tree-{}", std::process::id());
+    let status = Command::new(std::env::current_exe()?)
+        .args(["--connect", connect, "--populate", &root])
+        .args(["--nodes", &options.nodes.to_string()])
+        .args(["--fanout", &options.fanout.to_string()])
+        .status()?;
+    if !status.success() {
+        return Err(format!("writing the tree failed: {status}").into());
+    }
+    let client = Client::builder()
+        .session_timeout(Duration::from_secs(30))
+        .request_timeout(Some(Duration::from_secs(120)))
+        .connect(connect)
+        .await?;
+
+    // The pipelined load.
+    let rss_before = rss();
+    let cpu_before = cpu_now();
+    let started = Instant::now();
+    let cache = TreeCache::builder(&client, &root)
+        .max_in_flight(options.in_flight)
+        .start();
+    cache.initialized(Some(Duration::from_secs(600))).await?;
+    let load = started.elapsed();
+    let load_cpu = cpu_now().saturating_sub(cpu_before);
+    let rss_after = rss();
+    let cached = cache.snapshot().len();
+    if cached != options.nodes + 1 {
+        return Err(format!("the cache holds {cached} nodes, not {}", options.nodes + 1).into());
+    }
+
+    // One round trip per node: sequential reads of a sample.
+    let paths = tree_paths(&root, options.nodes, options.fanout);
+    let sample: Vec<&String> = paths
+        .iter()
+        .step_by((paths.len() / options.sample).max(1))
+        .take(options.sample)
+        .collect();
+    let started = Instant::now();
+    for path in &sample {
+        client.get_data(path).await?;
+    }
+    let sequential_rtt = started.elapsed() / sample.len().max(1) as u32;
+
+    // Following writes from two other sessions.
+    let writers = [
+        Client::connect(connect).await?,
+        Client::connect(connect).await?,
+    ];
+    let mut events = cache.events();
+    // Counts the updates delivered, until the cache is dropped.
+    let counter = tokio::spawn(async move {
+        let mut updates = 0;
+        while let Ok(event) = events.next().await {
+            updates += usize::from(matches!(event, CacheEvent::Updated { .. }));
+        }
+        updates
+    });
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (w, writer) in writers.iter().enumerate() {
+        let writer = writer.clone();
+        let share = options.writes / 2 + (w == 0) as usize * (options.writes % 2);
+        let mine: Vec<String> = (0..share)
+            .map(|k| paths[(k * 7919 + w * 104_729) % paths.len()].clone())
+            .collect();
+        tasks.push(tokio::spawn(async move {
+            for chunk in mine.chunks(WRITE_WINDOW) {
+                let calls: Vec<_> = chunk
+                    .iter()
+                    .map(|p| writer.set_data(p, &DATA[..16], None))
+                    .collect();
+                for call in calls {
+                    call.await?;
+                }
+            }
+            Ok::<(), zk_proto::Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let write_elapsed = started.elapsed();
+    cache.sync(Some(Duration::from_secs(120))).await?;
+    let mirrored = started.elapsed();
+    drop(cache);
+    let delivered = counter.await?;
+
+    // Clean up: the groups' children, then the groups, then the root.
+    for chunk in paths.rchunks(CREATE_WINDOW) {
+        let calls: Vec<_> = chunk.iter().rev().map(|p| client.delete(p, None)).collect();
+        for call in calls {
+            let _ = call.await;
+        }
+    }
+    let _ = client.delete(&root, None).await;
+    for c in writers.iter().chain([&client]) {
+        let _ = c.close().await;
+    }
+    Ok(Report {
+        nodes: cached,
+        load,
+        load_cpu,
+        rss_before,
+        rss_after,
+        sequential_rtt,
+        sample: sample.len(),
+        writes: options.writes,
+        write_elapsed,
+        mirrored,
+        events: delivered,
+    })
+}
+
+fn print(report: &Report, options: &Options) {
+    let secs = |d: Duration| d.as_secs_f64();
+    let per_node = report
+        .rss_after
+        .zip(report.rss_before)
+        .map(|(a, b)| a.saturating_sub(b) as f64 / report.nodes as f64);
+    let sequential_load = report.sequential_rtt.as_secs_f64() * report.nodes as f64;
+    let ratio = sequential_load / secs(report.load).max(1e-9);
+    let mirrored_per_s = report.writes as f64 / secs(report.mirrored).max(1e-9);
+    let written_per_s = report.writes as f64 / secs(report.write_elapsed).max(1e-9);
+    let lines = [
+        json!({"client": "rzk", "metric": "initial_load", "n": report.nodes,
+               "in_flight": options.in_flight, "seconds": secs(report.load),
+               "nodes_per_s": report.nodes as f64 / secs(report.load).max(1e-9),
+               "client_cpu_us_per_node": secs(report.load_cpu) * 1e6 / report.nodes as f64,
+               "rss_growth_bytes": report.rss_after.zip(report.rss_before).map(|(a, b)| a.saturating_sub(b)),
+               "rss_bytes_per_node": per_node}),
+        json!({"client": "rzk", "metric": "sequential_get", "n": report.sample,
+               "rtt_us": report.sequential_rtt.as_secs_f64() * 1e6,
+               "extrapolated_load_seconds": sequential_load}),
+        json!({"client": "rzk", "metric": "sequential_load/pipelined_load", "ratio": ratio}),
+        json!({"client": "rzk", "metric": "follow_writes", "n": report.writes,
+               "writes_per_s": written_per_s, "mirrored_per_s": mirrored_per_s,
+               "lag_after_last_write_ms": secs(report.mirrored.saturating_sub(report.write_elapsed)) * 1e3,
+               "updated_events": report.events}),
+    ];
+    if options.json {
+        for line in &lines {
+            println!("{}", zk_benches::json::to_line(line));
+        }
+        return;
+    }
+    println!(
+        "initial load: {} nodes in {:.2} s ({:.0} nodes/s, {} in flight, client CPU {:.1} us/node); \
+         RSS {} bytes/node",
+        report.nodes,
+        secs(report.load),
+        report.nodes as f64 / secs(report.load).max(1e-9),
+        options.in_flight,
+        secs(report.load_cpu) * 1e6 / report.nodes as f64,
+        per_node.map_or("unknown".to_owned(), |b| format!("{b:.0}"))
+    );
+    println!(
+        "one round trip per node: {:.0} us/getData over {} reads -> {:.2} s for the tree; \
+         pipelined is {ratio:.1}x faster",
+        report.sequential_rtt.as_secs_f64() * 1e6,
+        report.sample,
+        sequential_load
+    );
+    println!(
+        "following writes: {} writes at {written_per_s:.0}/s, mirrored at {mirrored_per_s:.0}/s \
+         ({:.0} ms behind the last write); {} Updated events",
+        report.writes,
+        secs(report.mirrored.saturating_sub(report.write_elapsed)) * 1e3,
+        report.events
+    );
+}
+
+fn main() -> ExitCode {
+    let options = match parse() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("tree_cache: {message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let local = || {
+        eprintln!("tree_cache: starting a local ZooKeeper (forceSync off)...");
+        let mut builder = zk_testkit::ZkServer::builder()
+            .force_sync(false)
+            .jvm_arg(PRODUCTION_JIT)
+            .max_heap_mb(1024);
+        for (key, value) in SMALL_MACHINE_SERVER {
+            builder = builder.system_property(key, value);
+        }
+        builder
+    };
+    let (server, connect) =
+        match zk_benches::local_server("tree_cache", options.connect.as_deref(), local) {
+            Ok(found) => found,
+            Err(code) => return code,
+        };
+    let runtime = match zk_benches::runtime("tree_cache") {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    if let Some(root) = &options.populate {
+        return match runtime.block_on(populate(&connect, root, &options)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tree_cache: writing the tree: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let report = match runtime.block_on(run(&options, &connect)) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("tree_cache: error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    drop(server);
+    print(&report, &options);
+    ExitCode::SUCCESS
+}

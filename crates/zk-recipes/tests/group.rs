@@ -1,0 +1,105 @@
+//! Group membership against a real server: members join with data, change it and leave; a
+//! member whose process is cut off (its session expires) disappears from the others' views.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use zk_recipes::group::{Group, MembershipEvent, MembershipEvents};
+use zk_testkit::client::{builder, connect, connect_proxied, start_server, within};
+
+const WITHIN: Duration = Duration::from_secs(20);
+
+async fn next(events: &mut MembershipEvents) -> MembershipEvent {
+    within("membership event", WITHIN, events.next())
+        .await
+        .expect("event")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_join_change_and_leave_and_a_crashed_member_expires() {
+    let server = start_server().await;
+    let observer = connect(&server.connect_string()).await;
+    let alice = connect(&server.connect_string()).await;
+    // Bob's process is cut off from the server by its proxy: it crashes, as far as the
+    // ensemble can tell, and its session expires after 1 s.
+    let bob = connect_proxied(
+        server.addr(),
+        builder().session_timeout(Duration::from_secs(1)),
+    )
+    .await;
+
+    let group = Group::new(&alice, "/groups/workers");
+    let a = group
+        .join("alice", "a:1", Some(WITHIN))
+        .await
+        .expect("join");
+    assert_eq!(a.name(), "alice");
+    let b = Group::new(&bob.client, "/groups/workers")
+        .join("bob", "b:1", Some(WITHIN))
+        .await
+        .expect("join");
+    // A name already taken by another session is refused.
+    let taken = Group::new(&observer, "/groups/workers")
+        .join("alice", "x", Some(WITHIN))
+        .await;
+    assert_eq!(
+        taken.err(),
+        Some(zk_recipes::Error::Zk(zk_proto::Error::NodeExists))
+    );
+
+    let view = Group::new(&observer, "/groups/workers")
+        .view(Some(WITHIN))
+        .await
+        .expect("view");
+    let mut events = view.events();
+    let members = view.members();
+    assert_eq!(members.keys().collect::<Vec<_>>(), ["alice", "bob"]);
+    assert_eq!(members["bob"], Bytes::from("b:1"));
+
+    let carol = Group::new(&observer, "/groups/workers")
+        .join("carol", "c:1", Some(WITHIN))
+        .await
+        .expect("join");
+    a.set_data("a:2").await.expect("set");
+    carol.leave().await.expect("leave");
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Joined {
+            name: "carol".into(),
+            data: "c:1".into()
+        }
+    );
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Updated {
+            name: "alice".into(),
+            data: "a:2".into()
+        }
+    );
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Left {
+            name: "carol".into()
+        }
+    );
+
+    // Bob crashes: nothing more reaches the server from him, and his session expires.
+    bob.proxy.isolate();
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Left { name: "bob".into() }
+    );
+    assert!(!view.contains("bob"));
+    assert!(view.contains("alice"));
+    drop(b);
+
+    // Dropping a member leaves the group.
+    drop(a);
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Left {
+            name: "alice".into()
+        }
+    );
+    assert!(view.members().is_empty());
+}

@@ -1,0 +1,315 @@
+//! The tree cache against a real server: the first load, the exact events of changes made by
+//! another session, the depth, filter and Stat-only options, a root that comes and goes, a
+//! subscriber that falls behind, and what dropping the cache does. The faults (reconnection,
+//! expiry, ensembles) are in the workspace's `tests/tests/fault_cache.rs`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use zk_proto::{Client, WatcherType};
+use zk_recipes::Error;
+use zk_recipes::cache::{CacheEvent, CacheEvents, Depth, Keep, Snapshot, TreeCache};
+use zk_testkit::client::{
+    connect, create_node, eventually, mkdirs, read_tree, start_server, within,
+};
+
+const WITHIN: Duration = Duration::from_secs(20);
+
+/// The node's data and the Stat fields the cache keeps current.
+type Seen = (Option<Bytes>, i64, i64, i32, i64);
+
+fn from_snapshot(snapshot: &Snapshot) -> BTreeMap<String, Seen> {
+    snapshot
+        .nodes()
+        .map(|n| {
+            let s = n.stat();
+            let seen = (
+                n.data().cloned(),
+                s.czxid,
+                s.mzxid,
+                s.version,
+                s.ephemeral_owner,
+            );
+            (n.path().to_owned(), seen)
+        })
+        .collect()
+}
+
+/// Asserts that the cache holds exactly the server's subtree at `root` (with data when
+/// `data`).
+async fn assert_mirrors(cache: &TreeCache, client: &Client, root: &str, data: bool) {
+    within("cache sync", WITHIN, cache.sync(None))
+        .await
+        .expect("sync");
+    let server: BTreeMap<String, Seen> = read_tree(client, root)
+        .await
+        .into_iter()
+        .map(|(path, (bytes, s))| {
+            let bytes = data.then_some(bytes);
+            (
+                path,
+                (bytes, s.czxid, s.mzxid, s.version, s.ephemeral_owner),
+            )
+        })
+        .collect();
+    assert_eq!(from_snapshot(&cache.snapshot()), server);
+}
+
+/// The events already delivered (after a `sync`, every event of the changes before it).
+async fn delivered(events: &mut CacheEvents) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Ok(next) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+        out.push(describe(&next.expect("event")));
+    }
+    out
+}
+
+fn describe(event: &CacheEvent) -> String {
+    let text = |d: Option<&Bytes>| String::from_utf8_lossy(d.map_or(&b"-"[..], |d| d)).into_owned();
+    match event {
+        CacheEvent::Added(n) => format!("+{} {}", n.path(), text(n.data())),
+        CacheEvent::Updated { old, new } => {
+            format!("~{} {}>{}", new.path(), text(old.data()), text(new.data()))
+        }
+        CacheEvent::Removed(n) => format!("-{}", n.path()),
+        CacheEvent::Initialized => "initialized".to_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+async fn set(client: &Client, path: &str, data: &str) {
+    within("set", WITHIN, client.set_data(path, data.to_owned(), None))
+        .await
+        .unwrap_or_else(|e| panic!("set {path}: {e}"));
+}
+
+async fn delete(client: &Client, path: &str) {
+    within("delete", WITHIN, client.delete(path, None))
+        .await
+        .unwrap_or_else(|e| panic!("delete {path}: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
+    let server = start_server().await;
+    let writer = connect(&server.connect_string()).await;
+    let reader = connect(&server.connect_string()).await;
+    mkdirs(&writer, "/t/b/x").await;
+    create_node(&writer, "/t/b/x/y", "y").await;
+    create_node(&writer, "/t/a", "a").await;
+    for i in 1..=5 {
+        create_node(&writer, &format!("/t/a/{i}"), &format!("a{i}")).await;
+    }
+    create_node(&writer, "/t/c", "c1").await;
+
+    let cache = TreeCache::builder(&reader, "/t").start();
+    let mut events = cache.events();
+    within("initialized", WITHIN, cache.initialized(None))
+        .await
+        .expect("initialized");
+    assert_eq!(
+        describe(&events.next().await.expect("event")),
+        "initialized"
+    );
+    assert_mirrors(&cache, &writer, "/t", true).await;
+    let names: Vec<_> = cache
+        .children("/t/a")
+        .iter()
+        .map(|n| n.name().to_owned())
+        .collect();
+    assert_eq!(names, ["1", "2", "3", "4", "5"]);
+    assert_eq!(
+        cache.get("/t/c").and_then(|n| n.data().cloned()),
+        Some(Bytes::from("c1"))
+    );
+
+    create_node(&writer, "/t/a/6", "a6").await;
+    set(&writer, "/t/c", "c2").await;
+    delete(&writer, "/t/a/1").await;
+    create_node(&writer, "/t/new", "n").await;
+    create_node(&writer, "/t/new/deep", "d").await;
+    within("sync", WITHIN, cache.sync(None))
+        .await
+        .expect("sync");
+    assert_eq!(
+        delivered(&mut events).await,
+        [
+            "+/t/a/6 a6",
+            "~/t/c c1>c2",
+            "-/t/a/1",
+            "+/t/new n",
+            "+/t/new/deep d"
+        ]
+    );
+    // Read-your-writes through sync.
+    assert_eq!(
+        cache.get("/t/c").and_then(|n| n.data().cloned()),
+        Some(Bytes::from("c2"))
+    );
+
+    // A snapshot does not change, whatever happens after it.
+    let before = cache.snapshot();
+    for path in ["/t/b/x/y", "/t/b/x", "/t/b"] {
+        delete(&writer, path).await;
+    }
+    within("sync", WITHIN, cache.sync(None))
+        .await
+        .expect("sync");
+    assert_eq!(
+        delivered(&mut events).await,
+        ["-/t/b/x/y", "-/t/b/x", "-/t/b"]
+    );
+    assert!(before.get("/t/b/x/y").is_some());
+    assert!(cache.get("/t/b").is_none());
+    assert_mirrors(&cache, &writer, "/t", true).await;
+
+    // The root goes, and comes back.
+    for path in ["/t/new/deep", "/t/new", "/t/c"] {
+        delete(&writer, path).await;
+    }
+    for i in 2..=6 {
+        delete(&writer, &format!("/t/a/{i}")).await;
+    }
+    delete(&writer, "/t/a").await;
+    delete(&writer, "/t").await;
+    within("sync", WITHIN, cache.sync(None))
+        .await
+        .expect("sync");
+    assert!(cache.snapshot().is_empty());
+    assert_eq!(delivered(&mut events).await.len(), 10);
+    create_node(&writer, "/t", "again").await;
+    create_node(&writer, "/t/z", "z").await;
+    within("sync", WITHIN, cache.sync(None))
+        .await
+        .expect("sync");
+    assert_eq!(delivered(&mut events).await, ["+/t again", "+/t/z z"]);
+    assert_mirrors(&cache, &writer, "/t", true).await;
+
+    // Dropping the cache ends its events and removes its watch.
+    drop(cache);
+    assert_eq!(events.next().await, Err(Error::Zk(zk_proto::Error::Closed)));
+    eventually("the watch removed", WITHIN, || async {
+        reader.check_watches("/t", WatcherType::ANY).await == Err(zk_proto::Error::NoWatcher)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn depth_filter_and_stat_only_select_what_is_cached() {
+    let server = start_server().await;
+    let writer = connect(&server.connect_string()).await;
+    let reader = connect(&server.connect_string()).await;
+    mkdirs(&writer, "/d/a/deep").await;
+    mkdirs(&writer, "/d/secret/inner").await;
+    create_node(&writer, "/d/big", "large data").await;
+    set(&writer, "/d", "root").await;
+
+    // One node.
+    let node = TreeCache::builder(&reader, "/d").depth(Depth::Node).start();
+    // The root and its children.
+    let children = TreeCache::builder(&reader, "/d")
+        .depth(Depth::Children)
+        .start();
+    // A filter: a subtree left out, a node's Stat only.
+    let filtered = TreeCache::builder(&reader, "/d")
+        .filter(|path| match path {
+            "/d/secret" => Keep::Nothing,
+            "/d/big" => Keep::Stat,
+            _ => Keep::Data,
+        })
+        .start();
+    let stat_only = TreeCache::builder(&reader, "/d").stat_only().start();
+    // A root that does not exist yet.
+    let missing = TreeCache::builder(&reader, "/later").start();
+    let mut node_events = node.events();
+    let mut missing_events = missing.events();
+    for cache in [&node, &children, &filtered, &stat_only, &missing] {
+        within("initialized", WITHIN, cache.initialized(None))
+            .await
+            .expect("initialized");
+    }
+    let paths = |cache: &TreeCache| -> Vec<String> {
+        cache
+            .snapshot()
+            .nodes()
+            .map(|n| n.path().to_owned())
+            .collect()
+    };
+    assert_eq!(paths(&node), ["/d"]);
+    assert_eq!(paths(&children), ["/d", "/d/a", "/d/big", "/d/secret"]);
+    assert_eq!(paths(&filtered), ["/d", "/d/a", "/d/big", "/d/a/deep"]);
+    assert_eq!(
+        filtered.get("/d/big").map(|n| n.data().is_none()),
+        Some(true)
+    );
+    assert_eq!(
+        filtered.get("/d").and_then(|n| n.data().cloned()),
+        Some(Bytes::from("root"))
+    );
+    assert_eq!(stat_only.snapshot().len(), 6);
+    assert!(stat_only.snapshot().nodes().all(|n| n.data().is_none()));
+    assert!(missing.snapshot().is_empty());
+
+    create_node(&writer, "/d/a/deep/deeper", "x").await;
+    create_node(&writer, "/d/secret/inner/hidden", "x").await;
+    set(&writer, "/d/big", "larger data").await;
+    set(&writer, "/d", "root2").await;
+    create_node(&writer, "/later", "now").await;
+    for cache in [&node, &children, &filtered, &stat_only, &missing] {
+        within("sync", WITHIN, cache.sync(None))
+            .await
+            .expect("sync");
+    }
+    assert_eq!(
+        delivered(&mut node_events).await,
+        ["initialized", "~/d root>root2"]
+    );
+    assert_eq!(
+        delivered(&mut missing_events).await,
+        ["initialized", "+/later now"]
+    );
+    assert_eq!(paths(&node), ["/d"]);
+    assert_eq!(children.snapshot().len(), 4);
+    assert!(filtered.get("/d/a/deep/deeper").is_some());
+    assert!(filtered.get("/d/secret/inner/hidden").is_none());
+    assert_eq!(filtered.get("/d/big").map(|n| n.stat().version), Some(1));
+    assert_mirrors(&stat_only, &writer, "/d", false).await;
+    assert_mirrors(&missing, &writer, "/later", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_falls_behind_is_told_and_the_cache_goes_on() {
+    let server = start_server().await;
+    let writer = connect(&server.connect_string()).await;
+    let reader = connect(&server.connect_string()).await;
+    mkdirs(&writer, "/o").await;
+    let cache = TreeCache::builder(&reader, "/o").event_capacity(4).start();
+    within("initialized", WITHIN, cache.initialized(None))
+        .await
+        .expect("initialized");
+    let mut slow = cache.events();
+    for i in 0..10 {
+        create_node(&writer, &format!("/o/{i}"), "x").await;
+    }
+    within("sync", WITHIN, cache.sync(None))
+        .await
+        .expect("sync");
+    for _ in 0..4 {
+        assert!(matches!(slow.next().await, Ok(CacheEvent::Added(_))));
+    }
+    assert_eq!(
+        slow.next().await,
+        Err(Error::Zk(zk_proto::Error::WatchOverflow { capacity: 4 }))
+    );
+    assert_eq!(cache.children("/o").len(), 10);
+    // A new subscription starts from a snapshot, and misses nothing after it.
+    let (snapshot, mut events) = cache.subscribe();
+    assert_eq!(snapshot.children("/o").count(), 10);
+    delete(&writer, "/o/3").await;
+    within("sync", WITHIN, cache.sync(None))
+        .await
+        .expect("sync");
+    assert_eq!(delivered(&mut events).await, ["-/o/3"]);
+    assert_mirrors(&cache, &writer, "/o", true).await;
+}
