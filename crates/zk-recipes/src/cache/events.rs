@@ -74,8 +74,8 @@ impl CacheEvents {
     /// # Errors
     ///
     /// Once the stream has ended: [`zk_proto::Error::WatchOverflow`] when this subscriber
-    /// fell behind, the reason the cache ended ([`zk_proto::Error::SessionExpired`] of a
-    /// client that does not renew sessions, [`zk_proto::Error::Closed`]), or `Closed` when
+    /// fell behind, the reason the cache ended ([`zk_proto::Error::SessionExpired`],
+    /// [`zk_proto::Error::Closed`]), or `Closed` when
     /// the cache was dropped.
     ///
     /// # Cancellation safety

@@ -232,9 +232,8 @@ impl Shared {
 /// Reads ([`get`](Self::get), [`children`](Self::children), [`snapshot`](Self::snapshot))
 /// are synchronous and never wait for the server. Changes come as [`CacheEvent`]s on
 /// [`events`](Self::events). After a reconnection the cache re-reads the subtree and reports
-/// exactly what changed meanwhile; after a session expiry it rebuilds on the client's next
-/// session when the client renews sessions, and ends otherwise (the events then end with
-/// [`zk_proto::Error::SessionExpired`]). `docs/recipes-cache.md` states what an observer may
+/// exactly what changed meanwhile; a session expiry ends it (the events then end with
+/// [`zk_proto::Error::SessionExpired`]: a `zk_proto` session that expired is over). `docs/recipes-cache.md` states what an observer may
 /// see.
 ///
 /// Dropping the cache stops it and removes its watch.

@@ -99,9 +99,6 @@ pub(crate) struct Task {
     need_traversal: bool,
     /// The connection is up, as last told.
     link_up: bool,
-    /// The watch has reported connection changes (markers); until then the session's state
-    /// tells them.
-    markers_seen: bool,
     /// A traversal started since the connection was last lost (its reads run on the next
     /// connection, after the watch is re-armed, so a reconnection needs no other).
     traversal_since_lost: bool,
@@ -146,7 +143,6 @@ impl Task {
             outstanding: 0,
             need_traversal: false,
             link_up: true,
-            markers_seen: false,
             traversal_since_lost: false,
             initialized: false,
             parked: Vec::new(),
@@ -217,22 +213,13 @@ impl Task {
                 reply = front(&mut self.in_flight), if !self.in_flight.is_empty() => {
                     let Some(sent) = self.in_flight.pop_front() else { continue };
                     // Events already buffered go first (they only queue reads).
-                    self.drain(&mut watcher, &mut states);
+                    self.drain(&mut watcher);
                     self.apply(sent.read, sent.generation, reply);
                 }
                 event = watcher.next() => match event {
                     Ok(event) => self.on_event(&event),
                     Err(error) => self.on_watch_error(error),
                 },
-                changed = states.changed(), if !self.markers_seen => {
-                    if changed.is_err() {
-                        // The client's task is gone: the watch reports it.
-                        self.markers_seen = true;
-                    } else {
-                        let state = *states.borrow_and_update();
-                        self.on_state(state);
-                    }
-                }
                 Some(waiter) = self.syncs.recv() => {
                     self.queue.push_back((Read::SyncCall(vec![waiter]), 0));
                 }
@@ -263,7 +250,8 @@ impl Task {
     }
 
     /// After the watch reported `error` (the session ended): waits for the client's next
-    /// session when it renews sessions; `Err` when it never will.
+    /// session, should it get one (a new session id, connected); `Err` once the client's
+    /// state is terminal, which a `zk_proto` client's is after its session ends.
     async fn await_new_session(
         &mut self,
         states: &mut watch::Receiver<SessionState>,
@@ -280,17 +268,7 @@ impl Task {
                 }
                 SessionState::Closed => return Err(Error::Closed),
                 SessionState::AuthFailed => return Err(Error::AuthFailed),
-                SessionState::Expired => {
-                    // A client that renews sessions queues this call for the next one; one
-                    // that does not fails it at once, and stays expired.
-                    let probe = self.client.exists("/").await;
-                    if probe == Err(Error::SessionExpired)
-                        && !states.has_changed().unwrap_or(false)
-                        && self.client.state() == SessionState::Expired
-                    {
-                        return Err(Error::SessionExpired);
-                    }
-                }
+                SessionState::Expired => return Err(Error::SessionExpired),
                 _ => {}
             }
             if states.changed().await.is_err() {
@@ -304,17 +282,6 @@ impl Task {
             Error::WatchOverflow { .. } => Rewatch::Again,
             error => Rewatch::Ended(error),
         });
-    }
-
-    /// The session's state changed (used until the watch reports connection markers).
-    fn on_state(&mut self, state: SessionState) {
-        if state.is_connected() {
-            // Whatever happened since the last look, the connection may have changed.
-            self.lost();
-            self.restored();
-        } else if !state.is_terminal() {
-            self.lost();
-        }
     }
 
     fn lost(&mut self) {
@@ -332,14 +299,10 @@ impl Task {
     fn on_event(&mut self, event: &WatchedEvent) {
         match event.event_type {
             EventType::NONE => match event.state {
-                KeeperState::DISCONNECTED => {
-                    self.markers_seen = true;
-                    self.lost();
-                }
-                KeeperState::SYNC_CONNECTED | KeeperState::CONNECTED_READ_ONLY => {
-                    self.markers_seen = true;
-                    self.restored();
-                }
+                // The client tells the watch when the connection is lost and when the next one
+                // of the session is ready (watch re-armed): events may have been missed.
+                KeeperState::DISCONNECTED => self.lost(),
+                KeeperState::SYNC_CONNECTED | KeeperState::CONNECTED_READ_ONLY => self.restored(),
                 _ => {}
             },
             EventType::NODE_CREATED | EventType::NODE_DELETED | EventType::NODE_DATA_CHANGED => {
@@ -358,18 +321,9 @@ impl Task {
         }
     }
 
-    /// Takes the events already buffered in the watcher, without waiting, and (until the
-    /// watch reports connection markers) a change of the session's state, which is published
-    /// before any reply of the new connection.
-    fn drain(
-        &mut self,
-        watcher: &mut PersistentWatcher,
-        states: &mut watch::Receiver<SessionState>,
-    ) {
-        if !self.markers_seen && states.has_changed().unwrap_or(false) {
-            let state = *states.borrow_and_update();
-            self.on_state(state);
-        }
+    /// Takes the events already buffered in the watcher (connection markers included),
+    /// without waiting.
+    fn drain(&mut self, watcher: &mut PersistentWatcher) {
         let mut cx = Context::from_waker(Waker::noop());
         while self.rewatch.is_none() {
             match Pin::new(&mut *watcher).poll_next(&mut cx) {
