@@ -85,6 +85,16 @@ impl Harness {
 
     /// Connects and accepts the session.
     pub(super) fn establish(&mut self, session_id: i64, timeout_ms: i32) -> ConnectRequest {
+        self.establish_on(session_id, timeout_ms, false)
+    }
+
+    /// Connects and accepts the session, on a read-only server if `read_only_server`.
+    pub(super) fn establish_on(
+        &mut self,
+        session_id: i64,
+        timeout_ms: i32,
+        read_only_server: bool,
+    ) -> ConnectRequest {
         let request = self.connect();
         self.server_says(
             ConnectResponse {
@@ -92,7 +102,7 @@ impl Harness {
                 time_out: timeout_ms,
                 session_id,
                 passwd: Some(Bytes::from_static(&[7; 16])),
-                read_only: Some(false),
+                read_only: Some(read_only_server),
             }
             .to_bytes(),
         );
@@ -276,17 +286,7 @@ fn refusal_overtakes_a_read(read_only_server: bool) -> (Harness, RequestId, Requ
         read_only: true,
         ..config()
     });
-    h.connect();
-    h.server_says(
-        ConnectResponse {
-            protocol_version: 0,
-            time_out: 30_000,
-            session_id: 9,
-            passwd: Some(Bytes::from_static(&[1; 16])),
-            read_only: Some(read_only_server),
-        }
-        .to_bytes(),
-    );
+    h.establish_on(9, 30_000, read_only_server);
     h.events();
     let read = h.submit(get_data("/a", true));
     let write = h.submit(Op::Create {
@@ -1439,17 +1439,7 @@ fn a_read_only_server_gives_connected_read_only_and_no_session_to_resume() {
         read_only: true,
         ..config()
     });
-    h.connect();
-    h.server_says(
-        ConnectResponse {
-            protocol_version: 0,
-            time_out: 30_000,
-            session_id: 9,
-            passwd: Some(Bytes::from_static(&[1; 16])),
-            read_only: Some(true),
-        }
-        .to_bytes(),
-    );
+    h.establish_on(9, 30_000, true);
     assert_eq!(h.session.state(), SessionState::ConnectedReadOnly);
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     let request = h.connect();
