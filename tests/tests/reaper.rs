@@ -40,6 +40,7 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
         ])
         .spawn()
         .unwrap();
+    shows_in_command_line(orphan.id(), &orphan_dir.to_string_lossy());
     fs::write(
         orphan_dir.join("server-1/java.pid"),
         orphan.id().to_string(),
@@ -55,10 +56,12 @@ fn orphans_of_dead_test_processes_are_reaped_and_live_ones_are_not() {
         ])
         .spawn()
         .unwrap();
+    shows_in_command_line(orphan_kdc.id(), &orphan_dir.to_string_lossy());
     fs::write(orphan_dir.join("kdc.pid"), orphan_kdc.id().to_string()).unwrap();
 
     // A process recorded in a dead owner's directory whose command line does not name it.
     let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
+    shows_in_command_line(bystander.id(), "sleep");
     fs::write(orphan_dir.join("java.pid"), bystander.id().to_string()).unwrap();
     // The owner last: a reaper (of any test process) skips a directory
     // without one, so none can act on this one before its pid files are written.
@@ -132,5 +135,25 @@ struct RemoveOnDrop(std::path::PathBuf);
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Waits until `/proc/<pid>/cmdline` shows `text`. `spawn` returns once the child is past the
+/// point of no return of its exec, but the kernel sets up the new command line a little later:
+/// a reaper that looked in between would see an empty one, and rightly leave the process alone.
+fn shows_in_command_line(pid: u32, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        if cmdline.contains(text) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} never showed {text:?} in its command line ({cmdline:?})"
+        );
+        std::thread::yield_now();
     }
 }
