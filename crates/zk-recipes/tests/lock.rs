@@ -549,6 +549,44 @@ async fn curator_and_rust_mutex_holders_exclude_each_other() {
     java.quit().await;
 }
 
+/// A re-entrant Rust owner holding the lock twice excludes a Curator contender until its last
+/// hold is given back, and waits while Curator holds it (`Lock::reentrant` shares the mutex's
+/// nodes, and so Curator's `InterProcessMutex`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_a_reentrant_rust_owner_exclude_each_other() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let mut java = CuratorPeer::start(&server.connect_string()).await;
+    let client = connect(&server.connect_string()).await;
+    let path = "/interop-reentrant/lock";
+    let owner = Lock::reentrant(&client, path);
+
+    let first = owner.acquire(None).await.expect("rust acquires");
+    let second = owner.acquire(None).await.expect("rust re-enters");
+    assert_eq!(owner.hold_count(), 2);
+    assert_eq!(java.call(&format!("a mutex {path} 300")).await, "timeout");
+    first.release().await.expect("release one hold");
+    assert_eq!(
+        java.call(&format!("a mutex {path} 300")).await,
+        "timeout",
+        "one hold is still there"
+    );
+    java.call(&format!("a mutex-bg {path}")).await;
+    poll_children(&client, path, Duration::from_secs(5), |c| c.len() == 2).await;
+    second.release().await.expect("release the last hold");
+    assert_eq!(java.call("a held 5000").await, "acquired");
+
+    let refused = owner.acquire(Some(Duration::from_millis(300))).await;
+    assert!(matches!(refused, Err(Error::Timeout)), "{refused:?}");
+    java.call("a release").await;
+    let guard = owner
+        .acquire(Some(Duration::from_secs(5)))
+        .await
+        .expect("granted after Curator's release");
+    guard.release().await.expect("release");
+    java.quit().await;
+}
+
 /// Curator's `InterProcessReadWriteLock` and ours on one path, in every direction: a writer of
 /// either library excludes the writers and readers of the other, readers of both share, and a
 /// reader queued behind the other library's writer waits for it (the order is the same).
