@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{append, command, finish, lines, rzk, scratch, signal, wait_lines};
+use support::{append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines};
 use zk_testkit::client::{children, connect, serial, start_server, wait_children};
 use zk_testkit::fault::FaultProxy;
 
@@ -26,11 +26,7 @@ fn candidate(log: &std::path::Path, name: &str, until_stdin: bool) -> String {
             append(log, &format!("{name} end"))
         )
     } else {
-        format!(
-            "trap 'kill $! 2>/dev/null; {}; exit 0' TERM; {}; sleep 60 & wait",
-            append(log, &format!("{name} stopped")),
-            append(log, &format!("{name} start"))
-        )
+        until_terminated(log, &format!("{name} start"), &format!("{name} stopped"))
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{append, command, finish, lines, rzk, scratch, signal, wait_lines};
+use support::{append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_recipes::lock::Lock;
 use zk_testkit::client::{children, connect, serial, start_server, wait_children, within};
@@ -306,6 +306,31 @@ async fn wait_stderr<R: tokio::io::AsyncBufRead + Unpin>(
 /// contender can get the lock.
 const SESSION: &str = "4s";
 
+/// A contender for `/l` behind rzk's holder, with a session of its own: once it gets the lock
+/// it appends `line(guard)` to `log`. Returns when it is in line.
+async fn contender_in_line(
+    client: &zk_proto::Client,
+    log: &Path,
+    line: fn(&zk_recipes::lock::LockGuard) -> String,
+) -> tokio::task::JoinHandle<zk_recipes::lock::LockGuard> {
+    let contender = {
+        let (client, log) = (client.clone(), log.to_owned());
+        tokio::spawn(async move {
+            let guard = Lock::new(&client, "/l")
+                .acquire(None)
+                .await
+                .expect("acquire");
+            append_line(&log, &line(&guard));
+            guard
+        })
+    };
+    wait_children(client, "/l", LIMIT, "the contender in line", |c| {
+        c.len() == 2
+    })
+    .await;
+    contender
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_is_stopped_when_the_session_is_lost_before_another_holder_starts() {
     let _serial = serial().await;
@@ -314,11 +339,7 @@ async fn the_command_is_stopped_when_the_session_is_lost_before_another_holder_s
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let dir = scratch("lost");
     let log = dir.join("log");
-    let script = format!(
-        "trap 'kill $! 2>/dev/null; {}; exit 0' TERM; {}; sleep 60 & wait",
-        append(&log, "1 stopped"),
-        append(&log, "1 start")
-    );
+    let script = until_terminated(&log, "1 start", "1 stopped");
     let rzk_lock = command(
         &proxy.connect_string(),
         &[
@@ -337,21 +358,7 @@ async fn the_command_is_stopped_when_the_session_is_lost_before_another_holder_s
     wait_lines(&log, LIMIT, "the command runs", |l| l.len() == 1).await;
 
     // Another contender, with its own session straight to the server, waits in line.
-    let contender = {
-        let (client, log) = (client.clone(), log.clone());
-        tokio::spawn(async move {
-            let guard = Lock::new(&client, "/l")
-                .acquire(None)
-                .await
-                .expect("acquire");
-            append_line(&log, "2 acquired");
-            guard
-        })
-    };
-    wait_children(&client, "/l", LIMIT, "the contender in line", |c| {
-        c.len() == 2
-    })
-    .await;
+    let contender = contender_in_line(&client, &log, |_| "2 acquired".to_owned()).await;
 
     // rzk's connection goes silent: it stops the command when it gives the connection up,
     // before the server expires its session and hands the lock over.
@@ -382,11 +389,7 @@ async fn a_paused_holder_stops_its_command_when_it_finds_its_session_expired() {
     let client = connect(&zk).await;
     let dir = scratch("paused");
     let log = dir.join("log");
-    let script = format!(
-        "trap 'kill $! 2>/dev/null; {}; exit 0' TERM; {}; sleep 60 & wait",
-        append(&log, "1 stopped"),
-        append(&log, "1 start $RZK_FENCING_TOKEN")
-    );
+    let script = until_terminated(&log, "1 start $RZK_FENCING_TOKEN", "1 stopped");
     let rzk_lock = command(
         &zk,
         &[
@@ -403,19 +406,8 @@ async fn a_paused_holder_stops_its_command_when_it_finds_its_session_expired() {
     .spawn()
     .expect("start");
     wait_lines(&log, LIMIT, "the command runs", |l| l.len() == 1).await;
-    let contender = {
-        let (client, log) = (client.clone(), log.clone());
-        tokio::spawn(async move {
-            let guard = Lock::new(&client, "/l")
-                .acquire(None)
-                .await
-                .expect("acquire");
-            append_line(&log, &format!("2 acquired {}", guard.fencing_token()));
-            guard
-        })
-    };
-    wait_children(&client, "/l", LIMIT, "the contender in line", |c| {
-        c.len() == 2
+    let contender = contender_in_line(&client, &log, |guard| {
+        format!("2 acquired {}", guard.fencing_token())
     })
     .await;
 

@@ -174,3 +174,13 @@ pub(crate) async fn wait_lines(
 pub(crate) fn append(log: &Path, text: &str) -> String {
     format!("echo \"{text}\" >> '{}'", log.display())
 }
+
+/// A shell command line that appends `start` to `log`, then runs until SIGTERM, on which it
+/// appends `stopped` and exits 0.
+pub(crate) fn until_terminated(log: &Path, start: &str, stopped: &str) -> String {
+    format!(
+        "trap 'kill $! 2>/dev/null; {}; exit 0' TERM; {}; sleep 60 & wait",
+        append(log, stopped),
+        append(log, start)
+    )
+}
