@@ -18,7 +18,7 @@ use crate::four_letter::Mode;
 use crate::install::ZkInstall;
 use crate::options::{instance_methods, option_methods};
 use crate::ports::free_ports;
-use crate::process::{Instance, Options, Spec, StartFailure, wait_all_ready};
+use crate::process::{Instance, Options, Spawned, Spec, spawn_all_ready};
 use crate::server::{PORT_ATTEMPTS, dump_log_if_panicking, restart_instance};
 use crate::workdir::WorkDir;
 
@@ -184,13 +184,10 @@ impl DynamicEnsemble {
                     &cluster,
                 )?));
             }
-            for m in &members {
-                m.inst.spawn()?;
-            }
             let deadline = Instant::now() + opts.startup_timeout;
             let insts: Vec<&Instance> = members.iter().map(|m| &m.inst).collect();
-            match wait_all_ready(&insts, deadline, quorum_member_ready) {
-                Ok(()) => {
+            match spawn_all_ready(&insts, deadline, quorum_member_ready, "dynamic ensemble")? {
+                Spawned::Ready => {
                     let ensemble = DynamicEnsemble {
                         members: Mutex::new(members),
                         joining: Mutex::new(()),
@@ -201,15 +198,7 @@ impl DynamicEnsemble {
                     ensemble.wait_for_leader_until(deadline)?;
                     return Ok(ensemble);
                 }
-                Err(StartFailure::PortConflict(reason)) => {
-                    for m in &members {
-                        m.inst.kill();
-                    }
-                    last_conflict = Some(members[0].inst.start_failed(format!(
-                        "dynamic ensemble: ports kept being taken ({PORT_ATTEMPTS} attempts); last: {reason}"
-                    )));
-                }
-                Err(StartFailure::Failed(e)) => return Err(e),
+                Spawned::PortTaken(error) => last_conflict = Some(error),
             }
         }
         Err(last_conflict.unwrap_or_else(|| Error::Timeout {
@@ -478,10 +467,10 @@ impl DynamicEnsemble {
                 &p,
                 &cluster,
             )?;
-            member.inst.spawn()?;
             let deadline = Instant::now() + self.opts.startup_timeout;
-            match wait_all_ready(&[&member.inst], deadline, quorum_member_ready) {
-                Ok(()) => {
+            let what = format!("joiner {id}");
+            match spawn_all_ready(&[&member.inst], deadline, quorum_member_ready, &what)? {
+                Spawned::Ready => {
                     let joiner = Joiner {
                         id,
                         server_line: member.line.clone(),
@@ -489,13 +478,7 @@ impl DynamicEnsemble {
                     lock(&self.members).push(Arc::new(member));
                     return Ok(joiner);
                 }
-                Err(StartFailure::PortConflict(reason)) => {
-                    member.inst.kill();
-                    last_conflict = Some(member.inst.start_failed(format!(
-                        "joiner {id}: ports kept being taken ({PORT_ATTEMPTS} attempts); last: {reason}"
-                    )));
-                }
-                Err(StartFailure::Failed(e)) => return Err(e),
+                Spawned::PortTaken(error) => last_conflict = Some(error),
             }
         }
         Err(last_conflict.unwrap_or_else(|| Error::Timeout {

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::four_letter::Mode;
 use crate::options::{instance_methods, option_methods};
 use crate::ports::free_ports;
-use crate::process::{Instance, Options, Spec, StartFailure, wait_all_ready};
+use crate::process::{Instance, Options, Spawned, Spec, spawn_all_ready, wait_all_ready};
 use crate::server::{PORT_ATTEMPTS, dump_log_if_panicking, restart_instance};
 use crate::tls::TestCerts;
 use crate::workdir::WorkDir;
@@ -178,13 +178,10 @@ impl Ensemble {
                     inst,
                 });
             }
-            for s in &servers {
-                s.inst.spawn()?;
-            }
             let deadline = Instant::now() + opts.startup_timeout;
             let insts: Vec<&Instance> = servers.iter().map(|s| &s.inst).collect();
-            match wait_all_ready(&insts, deadline, quorum_member_ready) {
-                Ok(()) => {
+            match spawn_all_ready(&insts, deadline, quorum_member_ready, "ensemble")? {
+                Spawned::Ready => {
                     let ensemble = Ensemble {
                         servers,
                         opts,
@@ -194,15 +191,7 @@ impl Ensemble {
                     ensemble.wait_for_leader_until(deadline)?;
                     return Ok(ensemble);
                 }
-                Err(StartFailure::PortConflict(reason)) => {
-                    for s in &servers {
-                        s.inst.kill();
-                    }
-                    last_conflict = Some(servers[0].inst.start_failed(format!(
-                        "ensemble: ports kept being taken ({PORT_ATTEMPTS} attempts); last: {reason}"
-                    )));
-                }
-                Err(StartFailure::Failed(e)) => return Err(e),
+                Spawned::PortTaken(error) => last_conflict = Some(error),
             }
         }
         Err(last_conflict.unwrap_or_else(|| Error::Timeout {

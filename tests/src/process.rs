@@ -483,6 +483,42 @@ fn is_bind_failure(log: &str) -> bool {
         || log.contains("UNABLE_TO_BIND")
 }
 
+/// How [`spawn_all_ready`] ended, when it did not fail outright.
+#[derive(Debug)]
+pub(crate) enum Spawned {
+    /// Every instance is ready.
+    Ready,
+    /// A port was taken: every instance was killed, and this error (saying so) is the one to
+    /// report if no attempt with new ports succeeds.
+    PortTaken(Error),
+}
+
+/// Spawns `insts` and waits until every one is ready (see [`wait_all_ready`]); `what` names
+/// them in the port-conflict error.
+pub(crate) fn spawn_all_ready(
+    insts: &[&Instance],
+    deadline: Instant,
+    accept: fn(&Mode) -> bool,
+    what: &str,
+) -> Result<Spawned> {
+    for inst in insts {
+        inst.spawn()?;
+    }
+    match wait_all_ready(insts, deadline, accept) {
+        Ok(()) => Ok(Spawned::Ready),
+        Err(StartFailure::PortConflict(reason)) => {
+            for inst in insts {
+                inst.kill();
+            }
+            Ok(Spawned::PortTaken(insts[0].start_failed(format!(
+                "{what}: ports kept being taken ({} attempts); last: {reason}",
+                crate::server::PORT_ATTEMPTS
+            ))))
+        }
+        Err(StartFailure::Failed(e)) => Err(e),
+    }
+}
+
 /// Waits until every instance is ready (see `Instance::probe`), polling every 50 ms.
 pub(crate) fn wait_all_ready(
     insts: &[&Instance],

@@ -9,7 +9,9 @@ use crate::error::{Error, Result};
 use crate::four_letter::Mode;
 use crate::options::{instance_methods, option_methods};
 use crate::ports::free_ports;
-use crate::process::{Instance, Options, Spec, StartFailure, TAIL_LINES, wait_all_ready};
+use crate::process::{
+    Instance, Options, Spawned, Spec, StartFailure, TAIL_LINES, spawn_all_ready, wait_all_ready,
+};
 use crate::tls::TestCerts;
 use crate::workdir::WorkDir;
 
@@ -99,10 +101,9 @@ impl ZkServer {
                 myid: None,
             };
             let inst = Instance::prepare(&install, &opts, spec)?;
-            inst.spawn()?;
             let deadline = Instant::now() + opts.startup_timeout;
-            match wait_all_ready(&[&inst], deadline, standalone_ready) {
-                Ok(()) => {
+            match spawn_all_ready(&[&inst], deadline, standalone_ready, "standalone ZooKeeper")? {
+                Spawned::Ready => {
                     return Ok(ZkServer {
                         inst,
                         opts,
@@ -110,13 +111,7 @@ impl ZkServer {
                         _root: root,
                     });
                 }
-                Err(StartFailure::PortConflict(reason)) => {
-                    inst.kill();
-                    last_conflict = Some(inst.start_failed(format!(
-                        "standalone ZooKeeper: ports kept being taken ({PORT_ATTEMPTS} attempts); last: {reason}"
-                    )));
-                }
-                Err(StartFailure::Failed(e)) => return Err(e),
+                Spawned::PortTaken(error) => last_conflict = Some(error),
             }
         }
         Err(last_conflict.unwrap_or_else(|| Error::Timeout {
