@@ -105,8 +105,6 @@ pub(crate) struct Task {
     initialized: bool,
     /// Syncs waiting for a traversal to complete.
     parked: Vec<SyncWaiter>,
-    /// The session the watch belongs to.
-    session_id: i64,
     /// Set while applying replies: ends the cache.
     fatal: Option<Error>,
     rewatch: Option<Rewatch>,
@@ -146,7 +144,6 @@ impl Task {
             traversal_since_lost: false,
             initialized: false,
             parked: Vec::new(),
-            session_id: 0,
             fatal: None,
             rewatch: None,
             out: Vec::new(),
@@ -190,9 +187,9 @@ impl Task {
             if let Some(rewatch) = self.rewatch.take() {
                 // The old watch goes first: dropping it queues its removal before the new one.
                 drop(watcher);
-                if let Rewatch::Ended(error) = rewatch
-                    && let Err(error) = self.await_new_session(&mut states, error).await
-                {
+                // The watch ended with the session (expired, closed, authentication failed):
+                // a `zk_proto` session never comes back, so neither does the cache.
+                if let Rewatch::Ended(error) = rewatch {
                     return error;
                 }
                 watcher = match self.add_watch(&mut states).await {
@@ -233,7 +230,6 @@ impl Task {
         states: &mut watch::Receiver<SessionState>,
     ) -> Result<PersistentWatcher, Error> {
         loop {
-            self.session_id = self.client.session_id();
             match self.client.add_watch(self.scope.root(), self.mode).await {
                 Ok(watcher) => {
                     self.link_up = true;
@@ -245,34 +241,6 @@ impl Task {
                     }
                 }
                 Err(error) => return Err(error),
-            }
-        }
-    }
-
-    /// After the watch reported `error` (the session ended): waits for the client's next
-    /// session, should it get one (a new session id, connected); `Err` once the client's
-    /// state is terminal, which a `zk_proto` client's is after its session ends.
-    async fn await_new_session(
-        &mut self,
-        states: &mut watch::Receiver<SessionState>,
-        error: Error,
-    ) -> Result<(), Error> {
-        if error != Error::SessionExpired {
-            return Err(error);
-        }
-        loop {
-            let state = *states.borrow_and_update();
-            match state {
-                s if s.is_connected() && self.client.session_id() != self.session_id => {
-                    return Ok(());
-                }
-                SessionState::Closed => return Err(Error::Closed),
-                SessionState::AuthFailed => return Err(Error::AuthFailed),
-                SessionState::Expired => return Err(Error::SessionExpired),
-                _ => {}
-            }
-            if states.changed().await.is_err() {
-                return Err(Error::SessionExpired);
             }
         }
     }
