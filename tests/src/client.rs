@@ -194,6 +194,25 @@ pub async fn connect_proxied(target: SocketAddr, builder: ClientBuilder) -> Prox
     Proxied { proxy, client }
 }
 
+/// Expires the session of `client` on the server now, as a session timeout would: another
+/// connection takes the session over (its id and password, which makes the server drop
+/// `client`'s connection) and closes it. `client` is told `Expired` when it reconnects.
+///
+/// # Panics
+///
+/// When the takeover or the close fails.
+pub async fn expire_session(client: &Client, connect_string: &str) {
+    let thief = builder()
+        .resume(client.session_id(), client.session_password())
+        .connect(connect_string)
+        .await
+        .unwrap_or_else(|e| panic!("take over session {:#x}: {e}", client.session_id()));
+    thief
+        .close()
+        .await
+        .unwrap_or_else(|e| panic!("close the taken-over session: {e}"));
+}
+
 // ----- bounded waits -----
 
 /// Awaits `future`, panicking with `what` when it takes longer than `limit`: no call hangs.
@@ -259,7 +278,8 @@ pub async fn wait_state(
 }
 
 /// Every state a client goes through, with the instant it was seen (recorded by a task that
-/// ends with a terminal state).
+/// ends with the client's last state: a terminal one, but for `Expired` when the client
+/// renews expired sessions).
 #[derive(Clone, Default)]
 pub struct StateLog {
     seen: Arc<Mutex<Vec<(SessionState, Instant)>>>,
@@ -271,6 +291,7 @@ impl StateLog {
         let log = StateLog::default();
         let mut states = client.state_watcher();
         let seen = log.seen.clone();
+        let renews = client.renews_expired_sessions();
         seen.lock()
             .expect("log")
             .push((*states.borrow_and_update(), Instant::now()));
@@ -278,7 +299,7 @@ impl StateLog {
             while states.changed().await.is_ok() {
                 let state = *states.borrow_and_update();
                 seen.lock().expect("log").push((state, Instant::now()));
-                if state.is_terminal() {
+                if state.is_terminal() && !(renews && state == SessionState::Expired) {
                     return;
                 }
             }

@@ -38,6 +38,7 @@ pub struct ClientBuilder {
     follow_ensemble: Option<bool>,
     resume: Option<(i64, Bytes)>,
     rng_seed: Option<u64>,
+    renew_expired: bool,
 }
 
 impl Default for ClientBuilder {
@@ -62,6 +63,7 @@ impl Default for ClientBuilder {
             follow_ensemble: None,
             resume: None,
             rng_seed: None,
+            renew_expired: session.renew_expired,
         }
     }
 }
@@ -194,6 +196,32 @@ impl ClientBuilder {
         self
     }
 
+    /// Starts a new session on the same client when the session expires (off by default: an
+    /// expired session ends the client, as in the Java client).
+    ///
+    /// The expiry itself is reported as without renewal, and first: every call in flight or
+    /// queued fails with [`Error::SessionExpired`], every watch ends with it, and the state
+    /// goes to [`SessionState::Expired`]. Then the state goes to
+    /// [`Connecting`](SessionState::Connecting) and the client looks for a server as after a
+    /// connection loss, without giving up, until a new session is established
+    /// ([`Connected`](SessionState::Connected), a new [`Client::session_id`]). Calls made from
+    /// then on go to the new session. Credentials added with [`Client::add_auth`] and the
+    /// SASL settings carry over; the ephemeral nodes and watches of the old session do not.
+    ///
+    /// Recipes that live within one session end with it even so (`zk-recipes`: a held lock
+    /// is lost, an election candidate ends); those made to outlive sessions (a persistent
+    /// node, a tree cache, a group member) carry on in the new session. A
+    /// state watcher may miss the short `Expired` state: compare
+    /// [`Client::session_id`] to tell a new session.
+    ///
+    /// A session that expires on its first connection ([`resume`](Self::resume) of an
+    /// expired session) is not renewed: `connect` fails.
+    #[must_use]
+    pub fn renew_expired_sessions(mut self, renew: bool) -> Self {
+        self.renew_expired = renew;
+        self
+    }
+
     /// Authenticates with SASL on every connection, before any other request (see
     /// [`sasl`](crate::sasl)). `connect` returns once the first exchange succeeded; a refused
     /// authentication ends the session with [`Error::AuthFailed`] (not retried: the same
@@ -312,6 +340,7 @@ impl ClientBuilder {
             close_timeout: self.close_timeout,
             sasl: self.sasl,
             resume: self.resume,
+            renew_expired: self.renew_expired,
             ..SessionConfig::default()
         });
         let (tx, commands) = mpsc::unbounded_channel();
@@ -344,6 +373,7 @@ impl ClientBuilder {
                 published,
                 states,
                 watch_capacity: self.watch_capacity,
+                renews_expired: self.renew_expired,
             }),
             request_timeout: self.request_timeout,
         };

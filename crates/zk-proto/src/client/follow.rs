@@ -24,6 +24,9 @@ pub(super) fn spawn(client: &Client) {
 }
 
 async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<SessionState>) {
+    let renews = shared.upgrade().is_some_and(|s| s.renews_expired);
+    // The client is over: closed, refused, or expired without renewal.
+    let over = |s: &SessionState| s.is_terminal() && !(renews && *s == SessionState::Expired);
     let mut followed: Option<Vec<HostAddr>> = None;
     loop {
         // The read is queued when it is made; the handle goes before the wait. The first read
@@ -49,12 +52,15 @@ async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<S
         let (data, watcher) = match read.await {
             Ok(read) => read,
             Err(Error::ConnectionLoss | Error::RequestTimeout) => {
-                // Read again once connected (or stop when the session ends).
-                if states
-                    .wait_for(|s| s.is_connected() || s.is_terminal())
-                    .await
-                    .map_or(true, |s| s.is_terminal())
-                {
+                // Read again once connected (or stop when the client is over).
+                if !wait_connected(&mut states, over).await {
+                    return;
+                }
+                continue;
+            }
+            Err(Error::SessionExpired) if renews => {
+                // The next session follows too.
+                if !wait_connected(&mut states, over).await {
                     return;
                 }
                 continue;
@@ -102,10 +108,27 @@ async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<S
             }
         }
         // After the first read, read again with a watch (the list may have changed between).
-        if let Some(watcher) = watcher
-            && watcher.changed().await.is_err()
-        {
-            return;
+        if let Some(watcher) = watcher {
+            match watcher.changed().await {
+                Ok(_) => {}
+                Err(Error::SessionExpired) if renews => {
+                    if !wait_connected(&mut states, over).await {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
         }
     }
+}
+
+/// Waits until the client is connected (`true`) or `over` (`false`).
+async fn wait_connected(
+    states: &mut tokio::sync::watch::Receiver<SessionState>,
+    over: impl Fn(&SessionState) -> bool,
+) -> bool {
+    states
+        .wait_for(|s| s.is_connected() || over(s))
+        .await
+        .is_ok_and(|s| !over(&s))
 }

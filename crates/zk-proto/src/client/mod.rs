@@ -36,6 +36,8 @@ struct Shared {
     published: watch::Receiver<Published>,
     states: watch::Receiver<SessionState>,
     watch_capacity: usize,
+    /// [`ClientBuilder::renew_expired_sessions`].
+    renews_expired: bool,
 }
 
 /// A ZooKeeper client: a cheap, cloneable handle on one session.
@@ -153,9 +155,17 @@ impl Client {
         states
     }
 
-    /// The session id (0 before the first connection).
+    /// The session id (0 before the first connection, and while a renewed session is being
+    /// established).
     pub fn session_id(&self) -> i64 {
         self.shared.published.borrow().session_id
+    }
+
+    /// Whether the client starts a new session when its session expires
+    /// ([`ClientBuilder::renew_expired_sessions`]): if so, [`SessionState::Expired`] is
+    /// followed by `Connecting` and a new [`session_id`](Self::session_id).
+    pub fn renews_expired_sessions(&self) -> bool {
+        self.shared.renews_expired
     }
 
     /// The session timeout the server granted.

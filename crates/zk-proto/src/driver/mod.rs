@@ -399,6 +399,19 @@ impl Driver {
                 }
             }
             self.publish();
+            // An expired session is renewed (when configured) only now: its requests and
+            // watches were answered and its `Expired` published first. The yield lets the
+            // tasks woken by the expiry run before `Connecting` replaces it (a state watcher
+            // keeps only the latest state; it may still miss `Expired` on a busy runtime).
+            if !handles_gone && self.session.renews_now() {
+                tokio::task::yield_now().await;
+            }
+            if !handles_gone && self.session.renew_expired() {
+                while let Some(event) = self.session.poll_event() {
+                    self.dispatch(event);
+                }
+                self.publish();
+            }
             if self.session.state().is_terminal() {
                 if let Some(tx) = self.first_connect.take() {
                     let _ = tx.send(Err(terminal_error(self.session.state())));

@@ -256,6 +256,9 @@ fn read_config(input: &mut Input<'_>) -> SessionConfig {
         // The SASL exchange is not in the fuzzed model yet (session/tests.rs scripts it).
         sasl: None,
         resume: None,
+        // Renewal after expiry is not in the fuzzed model yet (session/renew_tests.rs
+        // scripts it).
+        renew_expired: false,
         backoff: if b & 128 != 0 {
             (Duration::ZERO, Duration::ZERO)
         } else {

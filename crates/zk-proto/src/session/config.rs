@@ -46,6 +46,8 @@ pub struct SessionConfig {
     pub sasl: Option<SaslConfig>,
     /// An existing session to attach to (its id and password) instead of a new one.
     pub resume: Option<(i64, Bytes)>,
+    /// After the session expires, start a new one ([`Session::renew_expired`](super::Session::renew_expired)).
+    pub renew_expired: bool,
 }
 
 impl Default for SessionConfig {
@@ -66,6 +68,7 @@ impl Default for SessionConfig {
             set_watches_max_bytes: 128 * 1024,
             sasl: None,
             resume: None,
+            renew_expired: false,
         }
     }
 }

@@ -53,6 +53,45 @@ impl Session {
         self.terminate(SessionState::Closed, Error::Closed);
     }
 
+    /// Starts a new session after this one expired, if the configuration asks for it
+    /// ([`SessionConfig::renew_expired`](super::SessionConfig::renew_expired)) and a session
+    /// was established before (a session that expired on its first connection, a resumed
+    /// one, stays expired). Call it once the expiry's events were handed on: every request
+    /// and watch of the expired session has had its answer, and the `Expired` state event
+    /// comes before this one's `Connecting`.
+    ///
+    /// The new session keeps what the client configured (hosts, credentials, SASL) and the
+    /// last zxid seen, so that it never lands on a server behind what the client already saw.
+    /// It retries without giving up, as a session that was established does. Returns whether
+    /// a new session was started.
+    pub fn renew_expired(&mut self) -> bool {
+        if !self.renews_now() {
+            return false;
+        }
+        let expired = self.session_id;
+        self.session_id = 0;
+        self.passwd = Bytes::from_static(&[0; 16]);
+        self.negotiated = None;
+        self.seen_rw_server = false;
+        self.timing = super::Timing::new(self.config.session_timeout, self.config.hosts.len());
+        self.last_answered_send = None;
+        self.pings_in_flight.clear();
+        self.ping_queued = false;
+        self.state = SessionState::Connecting;
+        self.events
+            .push_back(SessionEvent::State(SessionState::Connecting));
+        tracing::info!(
+            expired = format_args!("{expired:#x}"),
+            "the session expired; starting a new one"
+        );
+        true
+    }
+
+    /// Whether [`renew_expired`](Self::renew_expired) would start a new session now.
+    pub fn renews_now(&self) -> bool {
+        self.state == SessionState::Expired && self.config.renew_expired && self.established
+    }
+
     pub(super) fn finish_close(&mut self) {
         let closer = self.closing.take().map(|(id, _)| id);
         self.terminate_except(SessionState::Closed, Error::Closed, closer);

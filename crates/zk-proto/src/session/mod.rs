@@ -22,6 +22,8 @@ mod xid;
 #[cfg(test)]
 mod hosts_tests;
 #[cfg(test)]
+mod renew_tests;
+#[cfg(test)]
 mod sasl_tests;
 #[cfg(test)]
 mod tests;
@@ -168,7 +170,8 @@ pub struct Session {
     /// Whether a read/write server ever accepted this session (Java's `seenRwServerBefore`):
     /// until then a reconnect asks for a new session.
     seen_rw_server: bool,
-    /// Whether any server ever accepted this session.
+    /// Whether any server ever accepted a session of this client (a renewed session keeps
+    /// it: it retries as an established one does, with no connect timeout).
     established: bool,
     last_zxid: i64,
     /// The send time of the latest request (or ping, or handshake) the server answered: the

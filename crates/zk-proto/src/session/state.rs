@@ -11,8 +11,10 @@ use std::fmt;
 ///     └──────────────────────────────────────▶ Closed
 /// ```
 ///
-/// `Expired`, `AuthFailed` and `Closed` are terminal: the client never leaves them, and every
-/// later call fails. A new session is the caller's choice.
+/// `Expired`, `AuthFailed` and `Closed` are terminal: the session is over, and every later
+/// call fails. A new session is the caller's choice, or the client's when it renews expired
+/// sessions ([`ClientBuilder::renew_expired_sessions`](crate::ClientBuilder::renew_expired_sessions)):
+/// then `Expired` is followed by `Connecting`, and the client goes on with a new session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SessionState {
@@ -28,7 +30,7 @@ pub enum SessionState {
     /// alive on the ensemble.
     Disconnected,
     /// The session expired (told by the server, or no server answered for a whole session
-    /// timeout). Terminal.
+    /// timeout). Terminal, unless the client renews expired sessions.
     Expired,
     /// Authentication failed. Terminal.
     AuthFailed,
@@ -42,7 +44,8 @@ impl SessionState {
         matches!(self, Self::Connected | Self::ConnectedReadOnly)
     }
 
-    /// Whether the session is over for good.
+    /// Whether the session is over for good (a client that renews expired sessions goes on
+    /// with a new one after `Expired`).
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Expired | Self::AuthFailed | Self::Closed)
     }

@@ -1,0 +1,185 @@
+//! Renewal of an expired session (`SessionConfig::renew_expired`), scripted: the expiry is
+//! reported first and in full, then a new session starts on the same state machine.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use jute::*;
+
+use super::tests::{Harness, config, frame, ok, replies};
+use super::*;
+
+fn renewing() -> SessionConfig {
+    SessionConfig {
+        renew_expired: true,
+        ..config()
+    }
+}
+
+fn get_data(path: &str, watch: bool) -> Op {
+    Op::GetData {
+        path: path.into(),
+        watch,
+    }
+}
+
+/// The server's answer to a ConnectRequest for a session it no longer has.
+fn expired_answer() -> Bytes {
+    ConnectResponse {
+        protocol_version: 0,
+        time_out: 0,
+        session_id: 0,
+        passwd: Some(Bytes::from_static(&[0; 16])),
+        read_only: Some(false),
+    }
+    .to_bytes()
+}
+
+/// Session 1 established, one watch armed and a reply that carried zxid 0x42 read; then the
+/// connection is lost and the server says the session expired.
+fn expire_after_a_watch(h: &mut Harness) -> RequestId {
+    h.establish(1, 30_000);
+    let watch = h.submit(get_data("/a", true));
+    let sent = h.sent();
+    h.server_says(frame(
+        ok(sent[0].0.xid, 0x42),
+        GetDataResponse {
+            data: None,
+            stat: Stat::default(),
+        },
+    ));
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    h.events();
+    h.connect();
+    h.server_says(expired_answer());
+    watch
+}
+
+#[test]
+fn an_expired_session_is_reported_in_full_before_the_new_one_starts() {
+    let mut h = Harness::new(renewing());
+    let watch = expire_after_a_watch(&mut h);
+    // The expiry, as without renewal: the state, the lost watch.
+    let events = h.events();
+    assert!(events.contains(&SessionEvent::State(SessionState::Expired)));
+    assert!(events.contains(&SessionEvent::WatchLost {
+        id: watch,
+        error: Error::SessionExpired
+    }));
+    assert_eq!(h.session.state(), SessionState::Expired);
+    assert_eq!(
+        h.session.submit(get_data("/b", false), None),
+        Err(Error::SessionExpired),
+        "nothing is queued on the expired session"
+    );
+    // Then the new session.
+    assert!(h.session.renew_expired());
+    assert_eq!(h.events(), [SessionEvent::State(SessionState::Connecting)]);
+    assert_eq!(h.session.session_id(), 0);
+    assert!(h.session.wants_connection());
+    let queued = h.submit(get_data("/c", false));
+    let request = h.connect();
+    assert_eq!(request.session_id, 0, "a new session is asked for");
+    assert_eq!(request.passwd.as_deref(), Some(&[0u8; 16][..]));
+    assert_eq!(
+        request.last_zxid_seen, 0x42,
+        "never a server behind what the client saw"
+    );
+    h.server_says(
+        ConnectResponse {
+            protocol_version: 0,
+            time_out: 20_000,
+            session_id: 2,
+            passwd: Some(Bytes::from_static(&[9; 16])),
+            read_only: Some(false),
+        }
+        .to_bytes(),
+    );
+    assert_eq!(h.session.state(), SessionState::Connected);
+    assert_eq!(h.session.session_id(), 2);
+    // No SetWatches: the old session's watches are gone. The queued call goes out.
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0.op_code, OpCode::GET_DATA);
+    h.server_says(frame(
+        ok(sent[0].0.xid, 0x43),
+        GetDataResponse {
+            data: None,
+            stat: Stat::default(),
+        },
+    ));
+    assert!(
+        replies(&h.events())
+            .iter()
+            .any(|(id, result)| *id == queued && result.is_ok())
+    );
+}
+
+#[test]
+fn without_renewal_an_expired_session_stays_expired() {
+    let mut h = Harness::new(config());
+    expire_after_a_watch(&mut h);
+    assert!(!h.session.renew_expired());
+    assert_eq!(h.session.state(), SessionState::Expired);
+    assert!(!h.session.wants_connection());
+}
+
+#[test]
+fn a_session_that_never_was_established_is_not_renewed() {
+    let mut h = Harness::new(SessionConfig {
+        resume: Some((7, Bytes::from_static(&[1; 16]))),
+        ..renewing()
+    });
+    h.connect();
+    h.server_says(expired_answer());
+    assert_eq!(h.session.state(), SessionState::Expired);
+    assert!(
+        !h.session.renew_expired(),
+        "resuming an expired session fails connect"
+    );
+}
+
+#[test]
+fn a_closed_or_refused_session_is_never_renewed() {
+    let mut h = Harness::new(renewing());
+    h.establish(1, 30_000);
+    h.session.detach();
+    assert!(!h.session.renew_expired());
+    assert_eq!(h.session.state(), SessionState::Closed);
+}
+
+#[test]
+fn a_locally_expired_session_is_renewed_and_the_new_one_never_gives_up() {
+    let mut h = Harness::new(SessionConfig {
+        connect_timeout: Some(Duration::from_secs(5)),
+        ..renewing()
+    });
+    h.establish(1, 30_000);
+    h.events();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    // No server answers for the whole session timeout.
+    h.advance(Duration::from_secs(31));
+    assert_eq!(h.session.state(), SessionState::Expired);
+    assert!(h.session.renew_expired());
+    // Hours of failed attempts: the new session is still being looked for, past the connect
+    // timeout that bounds a client's first session.
+    for _ in 0..400 {
+        h.advance(Duration::from_secs(10));
+        if h.session.poll_connect(h.now).is_some() {
+            h.session.handle_connect_failed(
+                h.now,
+                ConnectFailure::Io {
+                    kind: std::io::ErrorKind::ConnectionRefused,
+                    message: "refused".into(),
+                },
+            );
+        }
+    }
+    assert_eq!(h.session.state(), SessionState::Connecting);
+    assert!(!h.events().iter().any(|e| matches!(
+        e,
+        SessionEvent::GaveUp(_) | SessionEvent::State(SessionState::Closed)
+    )));
+    let request = h.connect();
+    assert_eq!(request.session_id, 0);
+}
