@@ -202,9 +202,17 @@ impl Reporter {
 /// the driver's synchronous "connected? then leading" check.
 async fn loss_guard(client: &Client, reporter: &Reporter) {
     let mut states = client.state_watcher();
+    // The session last seen connected: a renewed session may come back as `Connected`
+    // without the states between being seen, and leads nothing of the old one's.
+    let mut seen = None;
     while states.changed().await.is_ok() {
-        if *states.borrow_and_update() != SessionState::Connected {
+        let state = *states.borrow_and_update();
+        let session = client.session_id();
+        if state != SessionState::Connected || seen.is_some_and(|s| s != session) {
             reporter.set(false);
+        }
+        if state == SessionState::Connected {
+            seen = Some(session);
         }
     }
     std::future::pending::<()>().await;
@@ -343,12 +351,19 @@ fn terminal(state: SessionState) -> Option<Error> {
 struct Session {
     client: Client,
     states: watch::Receiver<SessionState>,
+    /// The session the candidate runs in, once connected: a client that renews expired
+    /// sessions goes on with another, and the candidate's node went with the old one.
+    id: Option<i64>,
 }
 
 impl Session {
     fn new(client: Client) -> Session {
         let states = client.state_watcher();
-        Session { client, states }
+        Session {
+            client,
+            states,
+            id: None,
+        }
     }
 
     /// Whether the client is connected to a read/write server right now (marks the state
@@ -362,7 +377,15 @@ impl Session {
         if let Some(error) = terminal(now).or_else(|| terminal(seen)) {
             return Err(error);
         }
-        Ok(seen == SessionState::Connected && now == SessionState::Connected)
+        let connected = seen == SessionState::Connected && now == SessionState::Connected;
+        if connected {
+            let current = self.client.session_id();
+            match self.id {
+                Some(id) if id != current => return Err(Error::SessionExpired),
+                _ => self.id = Some(current),
+            }
+        }
+        Ok(connected)
     }
 
     /// Waits until connected to a read/write server.

@@ -31,6 +31,36 @@ pub(super) enum Watched {
     Retry,
 }
 
+/// A contender's node once created: its path, and from its stat the fencing token and the
+/// session that owns it.
+#[derive(Debug, Clone)]
+pub(super) struct OwnNode {
+    pub(super) path: String,
+    pub(super) czxid: i64,
+    /// The node's ephemeral owner: the session the lock lives and dies with (a client that
+    /// renews expired sessions goes on with another).
+    pub(super) session: i64,
+}
+
+impl OwnNode {
+    fn of(path: String, stat: &zk_proto::Stat) -> OwnNode {
+        OwnNode {
+            path,
+            czxid: stat.czxid,
+            session: stat.ephemeral_owner,
+        }
+    }
+
+    /// The node's name (its last path component).
+    pub(super) fn name(&self) -> String {
+        self.path
+            .rsplit('/')
+            .next()
+            .unwrap_or(&self.path)
+            .to_owned()
+    }
+}
+
 /// A contender's node while it is being acquired: deleted when the acquire does not succeed.
 pub(super) struct Attempt {
     pub(super) client: Client,
@@ -187,10 +217,10 @@ impl Queue {
     pub(super) async fn run(&self, attempt: &mut Attempt) -> Result<LockGuard> {
         let watch_children = matches!(self.kind.rule, Rule::Permits(_));
         // 1. Create and list in one round trip.
-        let (own, czxid, mut children) = self
+        let (own, mut children) = self
             .create_listed(attempt, Bytes::new(), watch_children)
             .await?;
-        let own_name = own.rsplit('/').next().unwrap_or(&own).to_owned();
+        let own_name = own.name();
         // 2. Wait for our turn. The watch on the predecessor is kept across listings as long
         // as the predecessor stays the same.
         let mut predecessor: Option<(String, WatchFuture)> = None;
@@ -205,7 +235,7 @@ impl Queue {
             };
             self.drop_duplicates(&listing, &attempt.id, &own_name).await;
             match decide(self.kind, &listing, &own_name)? {
-                Decision::Acquired => return Ok(self.guard(own, czxid)),
+                Decision::Acquired => return Ok(self.guard(own.clone())),
                 Decision::Missing => return Err(Error::Lost),
                 Decision::WatchChildren => {
                     if let Some(watch) = children_watch {
@@ -222,7 +252,7 @@ impl Queue {
                     if let Some(on_node) = on_node {
                         predecessor = match on_node.await? {
                             Watched::Armed(watch) => Some((node.clone(), watch)),
-                            Watched::Gone if last => return Ok(self.guard(own, czxid)),
+                            Watched::Gone if last => return Ok(self.guard(own.clone())),
                             Watched::Gone | Watched::Retry => continue,
                         };
                     }
@@ -247,7 +277,7 @@ impl Queue {
                         event = watch => {
                             predecessor = None;
                             if last && event?.event_type == EventType::NODE_DELETED {
-                                return Ok(self.guard(own, czxid));
+                                return Ok(self.guard(own.clone()));
                             }
                         }
                         // The node before the predecessor changed: list again (the
@@ -266,13 +296,13 @@ impl Queue {
     /// sequential), with the listing of the children (and a children watch when `watch`) sent
     /// right after it: one round trip. A missing parent is created (as containers); a create
     /// whose reply was lost is found again by the attempt's id (the listing is then `None`).
-    /// Returns the node's path, its czxid and the listing.
+    /// Returns the node and the listing.
     pub(super) async fn create_listed(
         &self,
         attempt: &mut Attempt,
         data: Bytes,
         watch: bool,
-    ) -> Result<(String, i64, Option<Listing>)> {
+    ) -> Result<(OwnNode, Option<Listing>)> {
         let prefix = self.child_path(&protected_name(&attempt.id, self.kind.name));
         let options = CreateOptions::new(CreateMode::EPHEMERAL_SEQUENTIAL);
         loop {
@@ -284,7 +314,7 @@ impl Queue {
                     attempt.unsure = false;
                     attempt.node = Some(path.clone());
                     // The listing was executed after the create: it holds our node.
-                    return Ok((path, stat.czxid, list.await.ok()));
+                    return Ok((OwnNode::of(path, &stat), list.await.ok()));
                 }
                 Err(zk_proto::Error::NoNode) => {
                     // No parent (or its container was just removed): create it, retry.
@@ -294,10 +324,10 @@ impl Queue {
                 }
                 Err(e) if e.is_outcome_unknown() || e.is_retryable() => {
                     drop(list);
-                    if let Some((path, czxid)) = self.find_own(attempt).await? {
+                    if let Some(own) = self.find_own(attempt).await? {
                         attempt.unsure = false;
-                        attempt.node = Some(path.clone());
-                        return Ok((path, czxid, None));
+                        attempt.node = Some(own.path.clone());
+                        return Ok((own, None));
                     }
                     // Not applied: create again under the same id (a late duplicate would
                     // be found and deleted by `find_own`'s duplicate check below).
@@ -342,7 +372,7 @@ impl Queue {
     }
 
     /// After a create with an unknown outcome: looks for the attempt's node.
-    pub(super) async fn find_own(&self, attempt: &Attempt) -> Result<Option<(String, i64)>> {
+    pub(super) async fn find_own(&self, attempt: &Attempt) -> Result<Option<OwnNode>> {
         loop {
             // `sync` first, so that the server we list on has seen every committed create.
             let sync = self.client.sync(&self.parent);
@@ -363,7 +393,7 @@ impl Queue {
             };
             let path = self.child_path(first);
             match self.client.get_data(&path).await {
-                Ok((_, stat)) => return Ok(Some((path, stat.czxid))),
+                Ok((_, stat)) => return Ok(Some(OwnNode::of(path, &stat))),
                 Err(zk_proto::Error::NoNode) => return Ok(None),
                 Err(e) if e.is_retryable() => continue,
                 Err(e) => return Err(e.into()),
@@ -378,11 +408,12 @@ impl Queue {
         }
     }
 
-    pub(super) fn guard(&self, node: String, czxid: i64) -> LockGuard {
+    pub(super) fn guard(&self, own: OwnNode) -> LockGuard {
         LockGuard {
             client: self.client.clone(),
-            node: Some(node),
-            czxid,
+            node: Some(own.path),
+            czxid: own.czxid,
+            session: own.session,
             states: self.client.state_watcher(),
             owner: None,
         }

@@ -22,12 +22,21 @@ pub enum Validity {
     /// the lock with it, may still be alive, or may expire at any moment. Stop the work
     /// that needs the lock until it is [`Held`](Validity::Held) again.
     Suspended,
-    /// The session is over (expired, closed, authentication failed): the lock is gone.
+    /// The session is over (expired, closed, authentication failed): the lock is gone. Also
+    /// when the client has gone on with a new session
+    /// ([`renew_expired_sessions`](zk_proto::ClientBuilder::renew_expired_sessions)): the
+    /// lock belonged to the old one.
     Lost,
 }
 
 impl Validity {
-    fn of(state: SessionState) -> Validity {
+    /// The validity of a lock whose node belongs to session `owner`, when the client's state
+    /// is `state` and its session `current` (another session, once an expired one was
+    /// renewed, holds nothing of the old one's).
+    fn of(state: SessionState, owner: i64, current: i64) -> Validity {
+        if current != owner && !state.is_terminal() {
+            return Validity::Lost;
+        }
         match state {
             SessionState::Connected => Validity::Held,
             SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
@@ -61,6 +70,8 @@ pub struct LockGuard {
     pub(super) client: Client,
     pub(super) node: Option<String>,
     pub(super) czxid: i64,
+    /// The session that owns the node.
+    pub(super) session: i64,
     pub(super) states: watch::Receiver<SessionState>,
     /// The owner of a re-entrant lock, whose count of holds this guard is one of.
     pub(super) owner: Option<Arc<Owner>>,
@@ -85,7 +96,9 @@ impl LockGuard {
 
     /// Whether the lock can still be trusted (see [`Validity`]).
     pub fn validity(&self) -> Validity {
-        Validity::of(*self.states.borrow())
+        // The state first: a new session's id is published before its state.
+        let state = *self.states.borrow();
+        Validity::of(state, self.session, self.client.session_id())
     }
 
     /// Whether the lock is held and the session connected.
@@ -112,12 +125,13 @@ impl LockGuard {
     /// This is how session loss is reported.
     pub async fn lost(&self, timeout: Option<Duration>) -> Result<Validity> {
         let mut states = self.states.clone();
+        let (client, owner) = (&self.client, self.session);
+        let validity = |state: SessionState| Validity::of(state, owner, client.session_id());
         let lost = async move {
-            match states
-                .wait_for(|s| Validity::of(*s) != Validity::Held)
-                .await
-            {
-                Ok(state) => Validity::of(*state),
+            // Every change of state wakes this, even one a renewed session hides (`Expired`
+            // then `Connected` again, seen as `Connected`): the session id tells.
+            match states.wait_for(|s| validity(*s) != Validity::Held).await {
+                Ok(state) => validity(*state),
                 // The client is gone: so is the session.
                 Err(_) => Validity::Lost,
             }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::attempt::Queue;
+use super::attempt::{OwnNode, Queue};
 use super::guard::{LockGuard, Validity};
 use crate::deadline::{deadline_of, until};
 use crate::{Error, Result};
@@ -24,8 +24,7 @@ pub(super) struct Owner {
 /// The owner's node and its count of holds.
 #[derive(Debug)]
 struct Held {
-    node: String,
-    czxid: i64,
+    node: OwnNode,
     count: usize,
 }
 
@@ -49,7 +48,7 @@ impl Owner {
             held.count == 0
         });
         if last {
-            held.take().map(|held| held.node)
+            held.take().map(|held| held.node.path)
         } else {
             None
         }
@@ -61,7 +60,7 @@ impl Owner {
         let Some(held) = held.as_mut() else {
             return Ok(None);
         };
-        let mut guard = queue.guard(held.node.clone(), held.czxid);
+        let mut guard = queue.guard(held.node.clone());
         if guard.validity() == Validity::Lost {
             // The session is over: so is the lock; no new hold of it.
             guard.node = None;
@@ -91,8 +90,11 @@ pub(super) async fn acquire(
     let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
     let mut guard = queue.acquire(remaining).await?;
     *owner.held() = Some(Held {
-        node: guard.node().to_owned(),
-        czxid: guard.fencing_token(),
+        node: OwnNode {
+            path: guard.node().to_owned(),
+            czxid: guard.fencing_token(),
+            session: guard.session,
+        },
         count: 1,
     });
     guard.owner = Some(owner.clone());

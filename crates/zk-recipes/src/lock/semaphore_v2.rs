@@ -6,7 +6,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use zk_proto::{Client, OneshotWatcher};
 
-use super::attempt::{Attempt, Queue};
+use super::attempt::{Attempt, OwnNode, Queue};
 use super::guard::LockGuard;
 use super::rules::{Kind, Rule};
 use super::{LEASE_NAME, Lock};
@@ -187,20 +187,20 @@ impl SemaphoreV2 {
         };
         // On an error or a timeout, dropping the armed attempt deletes the lease node and
         // dropping the mutex's guard deletes its node (both queued at once).
-        let (node, czxid) = until(deadline, self.take_lease(&mut attempt)).await??;
+        let own = until(deadline, self.take_lease(&mut attempt)).await??;
         mutex.release().await?;
         attempt.armed = false;
-        Ok(self.leases.guard(node, czxid))
+        Ok(self.leases.guard(own))
     }
 
     /// Under the mutex: creates the lease node and waits until the children of the leases
     /// node are no more than the maximum.
-    async fn take_lease(&self, attempt: &mut Attempt) -> Result<(String, i64)> {
-        let (own, czxid, mut listing) = self
+    async fn take_lease(&self, attempt: &mut Attempt) -> Result<OwnNode> {
+        let (own, mut listing) = self
             .leases
             .create_listed(attempt, self.data.clone(), true)
             .await?;
-        let own_name = own.rsplit('/').next().unwrap_or(&own).to_owned();
+        let own_name = own.name();
         loop {
             // The maximum is read (and, when shared, watched) after each listing.
             let (children, children_watch) = match listing.take() {
@@ -216,7 +216,7 @@ impl SemaphoreV2 {
                 return Err(Error::Lost);
             }
             if i64::try_from(children.len()).is_ok_and(|n| n <= max) {
-                return Ok((own, czxid));
+                return Ok(own);
             }
             let children_changed = async {
                 match children_watch {
