@@ -197,8 +197,10 @@ impl Error {
         )
     }
 
-    /// Whether the session is over: no later call on this client can succeed
-    /// (expired, authentication failed, closed).
+    /// Whether the session is over: no later call on this session can succeed (expired,
+    /// authentication failed, closed). A client that renews expired sessions
+    /// ([`ClientBuilder::renew_expired_sessions`](crate::ClientBuilder::renew_expired_sessions))
+    /// goes on with a new session after [`Error::SessionExpired`].
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,

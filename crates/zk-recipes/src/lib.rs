@@ -10,7 +10,9 @@
 //! - [`barrier`] and [`queue`]: barriers, the double barrier, the start gate, FIFO and bounded
 //!   queues.
 //! - [`cache`]: a local mirror of a subtree kept current with one persistent recursive watch;
-//!   [`group`]: group membership on top of it.
+//!   [`group`]: group membership on top of it;
+//! - [`persistent`]: a node kept in place (created again when deleted, and after session
+//!   expiry on a client that renews expired sessions).
 //!
 //! Every fallible call returns [`Result`], whose error is [`Error`]: a ZooKeeper error
 //! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter, a counter node
@@ -68,6 +70,7 @@ pub mod election;
 mod error;
 pub mod group;
 pub mod lock;
+pub mod persistent;
 pub mod queue;
 pub mod sequential;
 
