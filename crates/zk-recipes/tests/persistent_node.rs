@@ -103,7 +103,7 @@ async fn a_protected_sequential_node_gets_a_new_name_each_time_and_never_two_at_
     let name = first.rsplit('/').next().unwrap_or_default().to_owned();
     assert!(name.starts_with("_c_"), "{name}");
     assert!(name.contains("-member-"), "{name}");
-    assert_eq!(children(&other, "/pn/seq").await, [name.clone()]);
+    assert_eq!(children(&other, "/pn/seq").await, [name]);
 
     other.delete(&first, None).await.expect("delete");
     let second = within("created again", WITHIN, async {
