@@ -7,7 +7,11 @@
 //! ```
 //!
 //! A member that crashes leaves when the ensemble expires its session (after the session
-//! timeout); one that [`leave`](Member::leave)s, or drops its [`Member`], leaves at once.
+//! timeout); one that [`leave`](Member::leave)s, or drops its [`Member`], leaves at once. A
+//! member is a [`PersistentNode`]: while its process lives, a node deleted by someone else is
+//! created again, and on a client that renews expired sessions
+//! ([`renew_expired_sessions`](zk_proto::ClientBuilder::renew_expired_sessions)) the member
+//! joins again in the new session.
 //!
 //! ```no_run
 //! # async fn example(client: zk_proto::Client) -> zk_recipes::Result<()> {
@@ -39,8 +43,8 @@ use zk_proto::{Client, CreateOptions};
 
 use crate::barrier::{ensure_path, join_path};
 use crate::cache::{CacheEvent, CacheEvents, CacheNode, Depth, TreeCache};
-use crate::cleanup::withdraw;
 use crate::deadline::{deadline_of, until};
+use crate::persistent::PersistentNode;
 use crate::{Error, Result};
 
 /// A group: members join under its node, observers watch who is in.
@@ -105,10 +109,11 @@ impl Group {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(Member {
-            client: self.client.clone(),
-            path: Some(path),
-        })
+        // From now on the node is kept (it is ours: the keeper takes it as it is).
+        let node = PersistentNode::builder(&self.client, &path, data)
+            .ephemeral()
+            .start();
+        Ok(Member { path, node })
     }
 
     /// A live view of the members, once its first load is done.
@@ -125,19 +130,19 @@ impl Group {
     }
 }
 
-/// This session's membership of a group. Dropping it leaves the group (the delete is sent at
-/// once, and retried in the background while its outcome is unknown).
+/// This process's membership of a group, kept by a [`PersistentNode`] (see the
+/// [module](self) docs). Dropping it leaves the group (the delete is sent in the background,
+/// and retried while its outcome is unknown).
 #[derive(Debug)]
 pub struct Member {
-    client: Client,
-    /// `None` once left.
-    path: Option<String>,
+    path: String,
+    node: PersistentNode,
 }
 
 impl Member {
     /// The member's node.
     pub fn path(&self) -> &str {
-        self.path.as_deref().unwrap_or_default()
+        &self.path
     }
 
     /// The member's name in the group.
@@ -145,43 +150,34 @@ impl Member {
         self.path().rsplit('/').next().unwrap_or_default()
     }
 
-    /// Replaces the member's data.
+    /// Replaces the member's data: written now if the member's node exists, and kept for
+    /// when it joins again.
     ///
     /// # Errors
     ///
-    /// [`zk_proto::Error::NoNode`] when the member is gone (its session ended); the
-    /// ZooKeeper errors.
+    /// As [`PersistentNode::set_data`].
     pub async fn set_data(&self, data: impl Into<Bytes>) -> Result<()> {
-        self.client.set_data(self.path(), data, None).await?;
-        Ok(())
+        self.node.set_data(data).await
+    }
+
+    /// Waits until the member's node exists (it may be missing for a moment after it was
+    /// deleted, or after the session expired on a renewing client); at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::wait_created`].
+    pub async fn wait_joined(&self, timeout: Option<Duration>) -> Result<()> {
+        self.node.wait_created(timeout).await.map(drop)
     }
 
     /// Leaves the group: deletes the member's node (gone already is fine).
     ///
     /// # Errors
     ///
-    /// The ZooKeeper errors of the delete.
-    pub async fn leave(mut self) -> Result<()> {
-        let Some(path) = self.path.take() else {
-            return Ok(());
-        };
-        match self.client.delete(&path, None).await {
-            Ok(()) | Err(zk_proto::Error::NoNode) => Ok(()),
-            Err(e) => {
-                if e.is_retryable() {
-                    withdraw(&self.client, path);
-                }
-                Err(e.into())
-            }
-        }
-    }
-}
-
-impl Drop for Member {
-    fn drop(&mut self) {
-        if let Some(path) = self.path.take() {
-            withdraw(&self.client, path);
-        }
+    /// As [`PersistentNode::close`]: why the membership had ended by itself (the session
+    /// expired on a client that does not renew sessions).
+    pub async fn leave(self) -> Result<()> {
+        self.node.close().await
     }
 }
 

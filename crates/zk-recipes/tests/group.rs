@@ -1,11 +1,15 @@
 //! Group membership against a real server: members join with data, change it and leave; a
-//! member whose process is cut off (its session expires) disappears from the others' views.
+//! member whose process is cut off (its session expires) disappears from the others' views;
+//! a member whose node is deleted, or whose session expired on a renewing client, joins
+//! again.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use zk_recipes::group::{Group, MembershipEvent, MembershipEvents};
-use zk_testkit::client::{builder, connect, connect_proxied, start_server, within};
+use zk_testkit::client::{
+    builder, connect, connect_proxied, connect_with, expire_session, start_server, within,
+};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
@@ -102,4 +106,72 @@ async fn members_join_change_and_leave_and_a_crashed_member_expires() {
         }
     );
     assert!(view.members().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_again_after_its_node_is_deleted_and_after_its_session_expired() {
+    let server = start_server().await;
+    let cs = server.connect_string();
+    let observer = connect(&cs).await;
+    let client = connect_with(builder().renew_expired_sessions(true), &cs).await;
+    let me = Group::new(&client, "/groups/kept")
+        .join("m", "1", Some(WITHIN))
+        .await
+        .expect("join");
+    let view = Group::new(&observer, "/groups/kept")
+        .view(Some(WITHIN))
+        .await
+        .expect("view");
+    let mut events = view.events();
+    assert!(view.contains("m"));
+
+    // Deleted by someone else: back at once, with its data.
+    observer
+        .delete("/groups/kept/m", None)
+        .await
+        .expect("delete");
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Left { name: "m".into() }
+    );
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Joined {
+            name: "m".into(),
+            data: "1".into()
+        }
+    );
+    me.set_data("2").await.expect("set");
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Updated {
+            name: "m".into(),
+            data: "2".into()
+        }
+    );
+
+    // The session expires: the member leaves with it and joins again in the next one.
+    let old = client.session_id();
+    expire_session(&client, &cs).await;
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Left { name: "m".into() }
+    );
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Joined {
+            name: "m".into(),
+            data: "2".into()
+        }
+    );
+    me.wait_joined(Some(WITHIN)).await.expect("joined");
+    let (_, stat) = observer.get_data("/groups/kept/m").await.expect("read");
+    assert_ne!(stat.ephemeral_owner, old);
+    assert_eq!(stat.ephemeral_owner, client.session_id());
+
+    me.leave().await.expect("leave");
+    assert_eq!(
+        next(&mut events).await,
+        MembershipEvent::Left { name: "m".into() }
+    );
 }
