@@ -1,6 +1,7 @@
 //! The tree cache under faults, against real servers: a reconnection reconciles exactly the
 //! changes made while the cache was cut off (and reports none when there were none); an
-//! expiry ends the cache of a client that does not renew sessions; and a randomized run that
+//! expiry ends the cache of a client that does not renew sessions, and on one that does the
+//! cache goes on in the new session reporting exactly what it missed; and a randomized run that
 //! mutates the tree from other sessions while cutting and freezing the cache's connections
 //! and restarting ensemble members, then compares the cache (and the model its events build)
 //! with the server after every round.
@@ -20,8 +21,9 @@ use zk_recipes::Error as RecipeError;
 use zk_recipes::cache::{CacheEvent, CacheEvents, Snapshot, TreeCache};
 use zk_testkit::Ensemble;
 use zk_testkit::client::{
-    StateLog, blocking, builder, connect, connect_proxied, connect_with, create_node, mkdirs,
-    read_tree, start_ensemble, start_server, wait_for_state, within,
+    StateLog, blocking, builder, connect, connect_proxied, connect_with, create_node,
+    expire_session, mkdirs, read_tree, start_ensemble, start_server, wait_for_state, wait_state,
+    within,
 };
 use zk_testkit::fault::FaultProxy;
 
@@ -253,6 +255,66 @@ async fn an_expired_session_ends_the_cache_of_a_client_that_does_not_renew() {
     );
     // The last view stays readable.
     assert!(cache.get("/ex/a").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_expiry_a_renewing_client_s_cache_reports_exactly_the_changes_it_missed() {
+    let server = start_server().await;
+    let writer = connect(&server.connect_string()).await;
+    let cut = connect_proxied(server.addr(), builder().renew_expired_sessions(true)).await;
+    mkdirs(&writer, "/rx/keep").await;
+    create_node(&writer, "/rx/changed", "v1").await;
+    create_node(&writer, "/rx/gone", "g").await;
+    let cache = TreeCache::builder(&cut.client, "/rx").start();
+    within("initialized", WITHIN, cache.initialized(None))
+        .await
+        .expect("initialized");
+    let (snapshot, mut events) = cache.subscribe();
+    let mut model = Model::new(&snapshot);
+    let old = cut.client.session_id();
+
+    // Cut off; the session is expired on the server (taken over and closed directly, not
+    // through the proxy) and the tree changes meanwhile; then back.
+    cut.proxy.isolate();
+    wait_for_state(&cut.client, SessionState::Disconnected, WITHIN).await;
+    expire_session(&cut.client, &server.connect_string()).await;
+    within("set", WITHIN, writer.set_data("/rx/changed", "v2", None))
+        .await
+        .expect("set");
+    within("delete", WITHIN, writer.delete("/rx/gone", None))
+        .await
+        .expect("delete");
+    create_node(&writer, "/rx/new", "n").await;
+    cut.proxy.restore();
+    wait_state(&cut.client, WITHIN, |s| {
+        s == SessionState::Connected && cut.client.session_id() != old
+    })
+    .await;
+    cache_sync(&cache).await;
+
+    let mut seen_events = Vec::new();
+    while let Ok(next) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+        let event = next.expect("the cache goes on in the new session");
+        model.apply(&event);
+        seen_events.push(match &event {
+            CacheEvent::Added(n) => format!("+{}", n.path()),
+            CacheEvent::Updated { new, .. } => format!("~{}", new.path()),
+            CacheEvent::Removed(n) => format!("-{}", n.path()),
+            other => format!("{other:?}"),
+        });
+    }
+    seen_events.sort();
+    assert_eq!(seen_events, ["+/rx/new", "-/rx/gone", "~/rx/changed"]);
+    let expected = on_server(&writer, "/rx").await;
+    assert_eq!(cached(&cache.snapshot()), expected);
+    assert_eq!(model.nodes, expected);
+    assert_eq!(cache.ended(), None);
+
+    // And it follows the tree in the new session.
+    create_node(&writer, "/rx/later", "l").await;
+    cache_sync(&cache).await;
+    assert_eq!(model.catch_up(&mut events).await, 1);
+    assert_eq!(cached(&cache.snapshot()), on_server(&writer, "/rx").await);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -232,9 +232,11 @@ impl Shared {
 /// Reads ([`get`](Self::get), [`children`](Self::children), [`snapshot`](Self::snapshot))
 /// are synchronous and never wait for the server. Changes come as [`CacheEvent`]s on
 /// [`events`](Self::events). After a reconnection the cache re-reads the subtree and reports
-/// exactly what changed meanwhile; a session expiry ends it (the events then end with
-/// [`zk_proto::Error::SessionExpired`]: a `zk_proto` session that expired is over). `docs/recipes-cache.md` states what an observer may
-/// see.
+/// exactly what changed meanwhile. After a session expiry it does the same in the client's
+/// next session when the client renews expired sessions
+/// ([`renew_expired_sessions`](zk_proto::ClientBuilder::renew_expired_sessions)); otherwise
+/// the expiry ends it (the events then end with [`zk_proto::Error::SessionExpired`]).
+/// `docs/recipes-cache.md` states what an observer may see.
 ///
 /// Dropping the cache stops it and removes its watch.
 #[derive(Debug)]
@@ -310,7 +312,8 @@ impl TreeCache {
         self.status.borrow().initialized
     }
 
-    /// Why the cache ended, if it has (its session expired for good, or was closed).
+    /// Why the cache ended, if it has (its session expired on a client that does not renew
+    /// sessions, or the client was closed).
     pub fn ended(&self) -> Option<zk_proto::Error> {
         self.status.borrow().ended.clone()
     }

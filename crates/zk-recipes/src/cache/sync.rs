@@ -72,7 +72,8 @@ struct InFlight {
 
 /// What ended the watch, to be handled before anything else.
 enum Rewatch {
-    /// The watch is gone (overflow, removed by someone): add it again and reconcile.
+    /// The watch is gone (overflow, removed by someone, the session expired on a client
+    /// that renews sessions): add it again and reconcile.
     Again,
     /// The session ended.
     Ended(Error),
@@ -187,8 +188,9 @@ impl Task {
             if let Some(rewatch) = self.rewatch.take() {
                 // The old watch goes first: dropping it queues its removal before the new one.
                 drop(watcher);
-                // The watch ended with the session (expired, closed, authentication failed):
-                // a `zk_proto` session never comes back, so neither does the cache.
+                // The watch ended with the client's last session (closed, authentication
+                // failed, expired on a client that does not renew sessions): so does the
+                // cache.
                 if let Rewatch::Ended(error) = rewatch {
                     return error;
                 }
@@ -235,7 +237,7 @@ impl Task {
                     self.link_up = true;
                     return Ok(watcher);
                 }
-                Err(error) if error.is_retryable() => {
+                Err(error) if error.is_retryable() || self.renewed_after(&error) => {
                     if states.wait_for(|s| s.is_connected()).await.is_err() {
                         return Err(Error::Closed);
                     }
@@ -245,9 +247,20 @@ impl Task {
         }
     }
 
+    /// Whether the client goes on with a new session after `error`: the watch is added
+    /// again in it, and a traversal reconciles the cache with the tree as it is then.
+    fn renewed_after(&self, error: &Error) -> bool {
+        *error == Error::SessionExpired && self.client.renews_expired_sessions()
+    }
+
     fn on_watch_error(&mut self, error: Error) {
         self.rewatch = Some(match error {
             Error::WatchOverflow { .. } => Rewatch::Again,
+            error if self.renewed_after(&error) => {
+                // Nothing is heard of the tree until the watch is added in the new session.
+                self.lost();
+                Rewatch::Again
+            }
             error => Rewatch::Ended(error),
         });
     }
