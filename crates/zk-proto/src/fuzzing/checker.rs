@@ -72,6 +72,8 @@ pub(super) struct Step {
 pub(super) struct Checker {
     pub(super) callers: BTreeMap<RequestId, Caller>,
     pub(super) state: SessionState,
+    /// The configuration renews expired sessions.
+    pub(super) renews: bool,
     pub(super) ever_connected: bool,
     pub(super) gave_up: bool,
     pub(super) now: Instant,
@@ -79,10 +81,11 @@ pub(super) struct Checker {
 }
 
 impl Checker {
-    pub(super) fn new(now: Instant) -> Self {
+    pub(super) fn new(now: Instant, renews: bool) -> Self {
         Self {
             callers: BTreeMap::new(),
             state: SessionState::Connecting,
+            renews,
             ever_connected: false,
             gave_up: false,
             now,
@@ -201,7 +204,7 @@ impl Checker {
             }
             SessionEvent::State(state) => {
                 assert!(
-                    transition_allowed(self.state, *state),
+                    transition_allowed(self.state, *state, self.renews),
                     "state transition {:?} -> {state:?}",
                     self.state
                 );
@@ -406,8 +409,13 @@ impl Checker {
     }
 }
 
-pub(super) fn transition_allowed(from: SessionState, to: SessionState) -> bool {
+/// Whether the session may go from `from` to `to`; `renews`: the configuration renews
+/// expired sessions (the only way out of a terminal state: `Expired` to `Connecting`).
+pub(super) fn transition_allowed(from: SessionState, to: SessionState, renews: bool) -> bool {
     use SessionState::*;
+    if from == Expired && to == Connecting {
+        return renews;
+    }
     if from.is_terminal() || from == to {
         return false;
     }

@@ -115,12 +115,13 @@ pub(super) struct Harness {
 impl Harness {
     pub(super) fn new(input: &mut Input<'_>) -> Self {
         let config = read_config(input);
+        let renews = config.renew_expired;
         let now = Instant::now();
         Self {
             session: Session::new(config.clone()),
             config,
             now,
-            checker: Checker::new(now),
+            checker: Checker::new(now, renews),
             conn: Connection::default(),
             outbox: VecDeque::new(),
             paths: BTreeMap::new(),
@@ -154,6 +155,16 @@ impl Harness {
     }
 
     pub(super) fn act(&mut self, action: u8, input: &mut Input<'_>) {
+        // The driver renews an expired session at the end of the turn that expired it, once
+        // the expiry's events were handed on: here, before the next input.
+        let renews = self.config.renew_expired
+            && self.checker.state == SessionState::Expired
+            && self.checker.ever_connected
+            && self.closing.is_none();
+        assert_eq!(self.session.renews_now(), renews, "whether to renew now");
+        if renews {
+            self.renew();
+        }
         self.begin();
         let mut expect = Expect::default();
         match action {
@@ -182,6 +193,25 @@ impl Harness {
             _ => self.session.handle_timeout(self.now),
         }
         self.settle(expect);
+    }
+
+    /// Renews the expired session: the model of the session starts over, but for the last
+    /// zxid seen (the next ConnectRequest must carry it).
+    pub(super) fn renew(&mut self) {
+        self.begin();
+        assert!(self.session.renew_expired(), "renews_now, but no renewal");
+        assert!(
+            self.outbox.is_empty() && self.conn.in_flight.is_empty() || self.conn.phase == Phase::Down,
+            "requests of the expired session left"
+        );
+        self.session_id = 0;
+        self.password = Bytes::from_static(&[0; 16]);
+        self.seen_rw = false;
+        self.conn = Connection::default();
+        self.settle(Expect::default());
+        assert_eq!(self.checker.state, SessionState::Connecting);
+        assert_eq!(self.session.session_id(), 0);
+        self.report.renewals += 1;
     }
 
     // ----- caller inputs -----

@@ -185,6 +185,8 @@ struct Report {
     drops: usize,
     states: Vec<SessionState>,
     errors: Vec<Error>,
+    /// Expired sessions renewed.
+    renewals: usize,
 }
 
 fn run_script(data: &[u8]) -> Report {
@@ -256,9 +258,9 @@ fn read_config(input: &mut Input<'_>) -> SessionConfig {
         // The SASL exchange is not in the fuzzed model yet (session/tests.rs scripts it).
         sasl: None,
         resume: None,
-        // Renewal after expiry is not in the fuzzed model yet (session/renew_tests.rs
-        // scripts it).
-        renew_expired: false,
+        // The harness renews an expired session before the next action, as the driver does
+        // at the end of its turn.
+        renew_expired: seed & 1 != 0,
         backoff: if b & 128 != 0 {
             (Duration::ZERO, Duration::ZERO)
         } else {

@@ -251,6 +251,64 @@ fn a_session_cut_off_for_its_timeout_expires() {
     assert_eq!(report.watches_lost, 1);
 }
 
+/// Expiry by the server on the next handshake, then (renewing) a new session that serves a
+/// call; the seed's low bit chooses renewal.
+fn expiry_then_work(seed: u8) -> Vec<u8> {
+    establish_then(
+        [TIMEOUT_3S, 0, seed],
+        &[
+            &[SUBMIT, GET_CHILDREN, WATCH | PATH_A, 0],
+            &[TRANSMIT, 0],
+            &[REPLY, 1],
+            &[DISCONNECT, 0],
+            &[ADVANCE, ONE_SECOND],
+            &[DIAL],
+            &[CONNECTED],
+            // time_out 0: the server says the session expired.
+            &[CONNECT_RESPONSE, 5, 1],
+            &[SUBMIT, GET_DATA, PATH_A, 0],
+            &[DIAL],
+            &[CONNECTED],
+            &[CONNECT_RESPONSE, 0, 1],
+            &[TRANSMIT, 0],
+            &[REPLY, 2],
+        ],
+    )
+}
+
+#[test]
+fn a_renewing_session_goes_on_after_an_expiry_and_serves_calls() {
+    let report = run(&expiry_then_work(1));
+    assert_eq!(report.renewals, 1, "{report:?}");
+    let after = report
+        .states
+        .iter()
+        .skip_while(|s| **s != SessionState::Expired)
+        .copied()
+        .collect::<Vec<_>>();
+    // (The run ends with a close.)
+    assert_eq!(
+        after,
+        [
+            SessionState::Expired,
+            SessionState::Connecting,
+            SessionState::Connected,
+            SessionState::Closed
+        ],
+        "{report:?}"
+    );
+    assert_eq!(report.watches_lost, 1);
+    assert!(report.ok_replies >= 2, "{report:?}");
+}
+
+#[test]
+fn without_renewal_the_same_script_ends_at_the_expiry() {
+    let report = run(&expiry_then_work(0));
+    assert_eq!(report.renewals, 0);
+    assert_eq!(report.states.last(), Some(&SessionState::Expired), "{report:?}");
+    assert_eq!(report.watches_lost, 1);
+}
+
 #[test]
 fn malformed_frames_fail_calls_or_drop_connections() {
     let report = run(&malformed_frames());
@@ -306,7 +364,7 @@ fn a_well_formed_auth_reply_answers_its_caller() {
 }
 
 fn checker_with(kind: CallerKind) -> (Checker, RequestId) {
-    let mut checker = Checker::new(Instant::now());
+    let mut checker = Checker::new(Instant::now(), false);
     let id = RequestId(1);
     checker.handed_out(id, kind, None);
     (checker, id)
@@ -378,7 +436,7 @@ fn the_checker_catches_a_watch_event_for_an_id_without_a_watch() {
 #[test]
 #[should_panic(expected = "state transition")]
 fn the_checker_catches_leaving_a_terminal_state() {
-    let mut checker = Checker::new(Instant::now());
+    let mut checker = Checker::new(Instant::now(), false);
     checker.observe(&SessionEvent::State(SessionState::Closed));
     checker.observe(&SessionEvent::State(SessionState::Connected));
 }
@@ -386,7 +444,7 @@ fn the_checker_catches_leaving_a_terminal_state() {
 #[test]
 #[should_panic(expected = "never handed out")]
 fn the_checker_catches_a_reply_to_an_unknown_id() {
-    let mut checker = Checker::new(Instant::now());
+    let mut checker = Checker::new(Instant::now(), false);
     checker.observe(&SessionEvent::Reply {
         id: RequestId(9),
         result: Err(Error::ConnectionLoss),

@@ -17,6 +17,7 @@ impl Session {
     /// returned request completes when the session is closed.
     pub fn close(&mut self, now: Instant) -> RequestId {
         let id = self.new_id();
+        self.close_requested = true;
         if self.state.is_terminal() {
             self.events.push_back(SessionEvent::Reply {
                 id,
@@ -56,7 +57,7 @@ impl Session {
     /// Starts a new session after this one expired, if the configuration asks for it
     /// ([`SessionConfig::renew_expired`](super::SessionConfig::renew_expired)) and a session
     /// was established before (a session that expired on its first connection, a resumed
-    /// one, stays expired). Call it once the expiry's events were handed on: every request
+    /// one, stays expired) and `close` was not called. Call it once the expiry's events were handed on: every request
     /// and watch of the expired session has had its answer, and the `Expired` state event
     /// comes before this one's `Connecting`.
     ///
@@ -87,9 +88,13 @@ impl Session {
         true
     }
 
-    /// Whether [`renew_expired`](Self::renew_expired) would start a new session now.
+    /// Whether [`renew_expired`](Self::renew_expired) would start a new session now: never
+    /// once `close` was called (an expiry while closing ends the client).
     pub fn renews_now(&self) -> bool {
-        self.state == SessionState::Expired && self.config.renew_expired && self.established
+        self.state == SessionState::Expired
+            && self.config.renew_expired
+            && self.established
+            && !self.close_requested
     }
 
     pub(super) fn finish_close(&mut self) {

@@ -203,6 +203,8 @@ pub struct Session {
     closing: Option<(RequestId, Instant)>,
     /// Callers of `close` while it was under way: answered with the first, once closed.
     later_closers: Vec<RequestId>,
+    /// `close` was called: a session that expires meanwhile is not renewed.
+    close_requested: bool,
     events: VecDeque<SessionEvent>,
     hosts: HostList,
     backoff: Backoff,
@@ -269,6 +271,7 @@ impl Session {
             deadlines: BTreeSet::new(),
             closing: None,
             later_closers: Vec::new(),
+            close_requested: false,
             events: VecDeque::new(),
             hosts,
             backoff,

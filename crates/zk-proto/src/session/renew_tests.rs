@@ -183,3 +183,17 @@ fn a_locally_expired_session_is_renewed_and_the_new_one_never_gives_up() {
     let request = h.connect();
     assert_eq!(request.session_id, 0);
 }
+
+#[test]
+fn a_close_between_the_expiry_and_the_renewal_ends_the_client() {
+    let mut h = Harness::new(renewing());
+    expire_after_a_watch(&mut h);
+    h.events();
+    // The driver takes a close in the same turn as the expiry, before it would renew.
+    let close = h.session.close(h.now);
+    assert!(replies(&h.events()).contains(&(close, Ok(Response::Empty))));
+    assert!(!h.session.renews_now());
+    assert!(!h.session.renew_expired(), "the caller asked for the end");
+    assert_eq!(h.session.state(), SessionState::Expired);
+    assert!(!h.session.wants_connection());
+}
