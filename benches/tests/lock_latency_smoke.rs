@@ -1,16 +1,18 @@
 //! Runs the lock latency benchmark binary with tiny counts and `--json` against its own local
 //! ZooKeeper, and checks the report's shape: every expected metric line parses, the contended
 //! lock saw no mutual-exclusion violation, and the ratios are finite. No timing thresholds.
+//! The first run compares with the Java client and Curator (`--compare java,curator`, in 2
+//! blocks): the reference's lines, and our ratios to them with their spread.
 //!
-//! Java and the ZooKeeper jars are required (the binary starts a server with the test kit):
-//! when they are missing the binary fails with a message naming `scripts/install-deps.sh`, and
-//! so does this test.
+//! Java, the ZooKeeper jars and Apache Curator are required (the binary starts a server with
+//! the test kit; `scripts/test.sh` installs them): when they are missing the binary fails with
+//! a message naming the script that installs them, and so does this test.
 
 mod support;
 
 use serde_json::Value;
 
-const EXPECTED: [&str; 17] = [
+const EXPECTED: [&str; 25] = [
     "raw_create",
     "raw_delete",
     "raw_pair",
@@ -28,6 +30,14 @@ const EXPECTED: [&str; 17] = [
     "handoff_p50/raw_delete_p50",
     "handoff_p50/contended_release_p50",
     "pipelined_get_ops/raw_get_ops",
+    "raw_create_p50/raw_create_p50@java",
+    "raw_delete_p50/raw_delete_p50@java",
+    "raw_get_p50/raw_get_p50@java",
+    "pipelined_get_ops/pipelined_get_ops@java",
+    "lock_cycle_p50/lock_cycle_p50@curator",
+    "handoff_p50/handoff_p50@curator",
+    "contended_ops/contended_ops@curator",
+    "failover_p50/failover_p50@curator",
 ];
 
 const LATENCY_KEYS: [&str; 4] = ["p50_us", "p90_us", "p99_us", "max_us"];
@@ -64,6 +74,10 @@ fn tiny_run_reports_every_metric() {
         "300",
         "--in-flight",
         "32",
+        "--compare",
+        "java,curator",
+        "--blocks",
+        "2",
     ];
     let lines = run_lock_latency(&args);
     let by_name = |name: &str| {
@@ -73,7 +87,15 @@ fn tiny_run_reports_every_metric() {
             .unwrap_or_else(|| panic!("no {name} line in:\n{lines:?}"))
     };
     for line in &lines {
-        assert_eq!(line.get("client").and_then(Value::as_str), Some("rzk"));
+        let client = line.get("client").and_then(Value::as_str);
+        let metric = line
+            .get("metric")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match metric.split_once('@').filter(|_| !metric.contains('/')) {
+            Some((_, reference)) => assert_eq!(client, Some(reference), "{line}"),
+            None => assert_eq!(client, Some("rzk"), "{line}"),
+        }
         for key in ["n", "p50_us", "p90_us", "p99_us", "max_us", "ops_per_s"] {
             assert!(line.get(key).is_some(), "{key} missing in {line:?}");
         }
@@ -126,10 +148,65 @@ fn tiny_run_reports_every_metric() {
         }
     }
     assert_eq!(
-        by_name("handoff_p50/contended_release_p50").get("target"),
+        by_name("handoff_p50/raw_delete_p50").get("target"),
         Some(&Value::Null),
-        "the contended release ratio has no target"
+        "the raw delete ratio has no target"
     );
+    // The reference clients: their own lines, pooled over the 2 blocks, and ours' ratios to
+    // them (the median of the blocks' ratios, inside their spread).
+    for name in &EXPECTED[..11] {
+        let client = if name.starts_with("raw_") || name.starts_with("pipelined_") {
+            "java"
+        } else {
+            "curator"
+        };
+        let reference = by_name(&format!("{name}@{client}"));
+        assert!(finite(reference, "n") >= 1.0, "{name}@{client}: no samples");
+        for key in LATENCY_KEYS {
+            finite(reference, key);
+        }
+        let ours = by_name(name);
+        assert_eq!(
+            ours.get("ref_client").and_then(Value::as_str),
+            Some(client),
+            "{ours}"
+        );
+        let ratio = finite(ours, "ratio_to_ref");
+        assert!(ratio > 0.0, "{name}: ratio_to_ref {ratio}");
+        let spread = ours
+            .get("ratio_spread")
+            .and_then(Value::as_array)
+            .unwrap_or_else(|| panic!("{name}: no ratio_spread in {ours}"));
+        assert_eq!(spread.len(), 2, "{ours}");
+        let (lo, hi) = (
+            spread[0].as_f64().unwrap_or(f64::NAN),
+            spread[1].as_f64().unwrap_or(f64::NAN),
+        );
+        assert!(
+            lo <= ratio && ratio <= hi,
+            "{name}: {ratio} not in [{lo}, {hi}]"
+        );
+    }
+    for name in ["pipelined_get@java", "lock_contended@curator"] {
+        assert!(
+            finite(by_name(name), "ops_per_s") > 0.0,
+            "{name}: no throughput"
+        );
+    }
+    assert_eq!(
+        by_name("lock_contended@curator")
+            .get("violations")
+            .and_then(Value::as_f64),
+        Some(0.0),
+        "mutual exclusion violated with Curator"
+    );
+    // Our ratios are interleaved too: the median of the 2 blocks'.
+    for name in [
+        "lock_cycle_p50/raw_pair_p50",
+        "lock_cycle_p50/lock_cycle_p50@curator",
+    ] {
+        assert_eq!(by_name(name).get("blocks").and_then(Value::as_u64), Some(2));
+    }
 }
 
 /// Runs the binary with `args` and tiny counts of the workloads `--tls`/`--sasl` report on;
@@ -202,6 +279,11 @@ fn tls_runs_measure_plaintext_and_tls_side_by_side() {
         );
         finite(l, "pooled_ratio");
     }
+    // The reference clients are not measured over TLS.
+    assert!(
+        lines.iter().all(|l| l.get("ref_client").is_none()),
+        "no comparison with --tls"
+    );
     // Each side pooled over its blocks.
     assert_eq!(
         line(&lines, "lock_cycle@tls")

@@ -1,9 +1,10 @@
 //! The lock latency benchmark: raw calls, the lock recipe and the leader latch against a real
-//! ZooKeeper (a local one started with the test kit unless `--connect` names one).
+//! ZooKeeper (a local one started with the test kit unless `--connect` names one), compared in
+//! the same run with the ZooKeeper Java client and Apache Curator.
 //!
 //! `cargo run --release -p zk-benches --bin lock_latency -- [--json] [--connect HOST:PORT]
-//! [--ensemble] [--no-fsync] [--scale F] [--plot FILE.svg]`; see `docs/performance.md` and
-//! [`zk_benches::latency`].
+//! [--ensemble] [--compare java,curator|none] [--blocks N] [--no-fsync] [--scale F]
+//! [--plot FILE.svg]`; see `docs/performance.md` and [`zk_benches::latency`].
 
 use std::process::ExitCode;
 

@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::Workload;
+use super::{RefClient, Workload};
 
 /// The command-line help of the `lock_latency` binary.
 pub const USAGE: &str = "\
@@ -28,7 +28,16 @@ Target (default: a local standalone ZooKeeper 3.8 started with the test kit, for
                              authenticated by DIGEST-MD5
   --blocks N                 split every count into N blocks, run one after the other (with
                              --tls: plaintext, TLS, plaintext, ...); ratios are the median of
-                             the per-block ratios, with their spread [1; 4 with --tls]
+                             the per-block ratios, with their spread [1; 4 with --tls;
+                             5 when comparing]
+
+Comparison (the reference clients measured by benches/java/LockLatencyRef.java in the same
+run, against the same server, in alternating blocks with ours):
+  --compare LIST             java (the ZooKeeper Java client: raw_create_delete, raw_get,
+                             pipelined_get), curator (Apache Curator: lock_uncontended,
+                             lock_contended, election_failover), or none [java,curator when
+                             Java and the Curator jars are present, else skipped with a
+                             message; given explicitly, missing jars are an error]
 
 Counts (defaults in brackets; --scale multiplies every count, per-workload flags override):
   --scale F                  e.g. 0.01 for a smoke run [1]
@@ -157,13 +166,16 @@ pub struct Options {
     pub counts: Counts,
     /// The workloads to run, in report order.
     pub workloads: Vec<Workload>,
+    /// `--compare`: the reference clients to measure beside ours (`None`: both when they are
+    /// installed, else none; `Some(empty)`: none).
+    pub compare: Option<Vec<RefClient>>,
 }
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cli {
-    /// Run the benchmark.
-    Run(Options),
+    /// Run the benchmark (boxed: the options are large, the other variant empty).
+    Run(Box<Options>),
     /// Print [`USAGE`].
     Help,
 }
@@ -208,6 +220,7 @@ impl Options {
             codec_no_java: false,
             counts: Counts::default(),
             workloads: Workload::ALL.to_vec(),
+            compare: None,
         };
         let mut scale = 1.0_f64;
         let mut overrides: Vec<(String, usize)> = Vec::new();
@@ -244,6 +257,19 @@ impl Options {
                         .ok()
                         .filter(|s: &f64| s.is_finite() && *s > 0.0)
                         .ok_or_else(|| format!("--scale: not a positive number: {v:?}"))?;
+                }
+                "--compare" => {
+                    let v = value("--compare")?;
+                    let mut clients = Vec::new();
+                    for name in v.split(',').filter(|w| !w.is_empty() && *w != "none") {
+                        let client = RefClient::from_name(name).ok_or_else(|| {
+                            format!("--compare: unknown client {name:?} (java, curator, none)")
+                        })?;
+                        if !clients.contains(&client) {
+                            clients.push(client);
+                        }
+                    }
+                    options.compare = Some(clients);
                 }
                 "--only" => only = Some(parse_workloads(&value("--only")?)?),
                 "--skip" => skip.extend(parse_workloads(&value("--skip")?)?),
@@ -316,10 +342,14 @@ impl Options {
                     .into(),
             );
         }
+        if (options.tls || options.sasl) && options.compare.as_ref().is_some_and(|c| !c.is_empty())
+        {
+            return Err("--compare measures plaintext sessions: not with --tls or --sasl".into());
+        }
         if options.tls && options.sasl {
             return Err("--tls and --sasl: one at a time".into());
         }
-        Ok(Cli::Run(options))
+        Ok(Cli::Run(Box::new(options)))
     }
 }
 
@@ -348,5 +378,21 @@ mod tests {
             panic!("parse failed");
         };
         assert!(o.stock_server);
+        assert_eq!(o.compare, None);
+    }
+
+    #[test]
+    fn parses_the_reference_clients() {
+        let Ok(Cli::Run(o)) = Options::parse(["--compare", "curator,java,curator"]) else {
+            panic!("parse failed");
+        };
+        assert_eq!(o.compare, Some(vec![RefClient::Curator, RefClient::Java]));
+        let Ok(Cli::Run(o)) = Options::parse(["--compare", "none"]) else {
+            panic!("parse failed");
+        };
+        assert_eq!(o.compare, Some(Vec::new()));
+        assert!(Options::parse(["--compare", "jedis"]).is_err());
+        assert!(Options::parse(["--compare", "java", "--tls"]).is_err());
+        assert!(Options::parse(["--compare", "none", "--tls"]).is_ok());
     }
 }

@@ -5,8 +5,10 @@
 //!
 //! - [`Options::parse`] reads the command line ([`USAGE`]; `cli.rs`).
 //! - [`run`] starts a local server or ensemble with the test kit (unless `--connect` names one),
-//!   runs the workloads ([`Workload`]; `workloads.rs`, counters in `servers.rs`) and returns
-//!   their [`Metric`]s, then the ratios ([`ratios`]; `metric.rs`).
+//!   runs the workloads ([`Workload`]; `workloads.rs`, counters in `servers.rs`) in blocks,
+//!   with the reference clients ([`RefClient`]; `reference.rs`,
+//!   `benches/java/LockLatencyRef.java`) interleaved with ours (`blocks.rs`), and returns
+//!   their [`Metric`]s, then the ratios ([`ratios`], [`ratios_to_ref`]; `metric.rs`).
 //! - [`Metric::to_json`] is one JSON line; [`to_table`] the readable report (`table.rs`);
 //!   `--plot` writes an SVG of the latency distributions (`svg.rs`).
 //!
@@ -15,6 +17,7 @@
 mod blocks;
 mod cli;
 mod metric;
+mod reference;
 mod security;
 mod servers;
 mod svg;
@@ -22,7 +25,8 @@ mod table;
 mod workloads;
 
 pub use cli::{Cli, Counts, Options, USAGE};
-pub use metric::{Metric, ratios};
+pub use metric::{Metric, ratios, ratios_to_ref};
+pub use reference::{RefClient, classpath as reference_classpath};
 pub use servers::server_addrs;
 pub use table::to_table;
 pub use workloads::{Workload, cpu_now};
@@ -66,6 +70,9 @@ pub const PRODUCTION_JIT: &str = "-XX:TieredStopAtLevel=4";
 
 /// Blocks per workload with `--tls` unless `--blocks` says otherwise.
 const TLS_BLOCKS: usize = 4;
+
+/// Blocks per workload otherwise (odd: the median of the per-block ratios is one block's).
+const DEFAULT_BLOCKS: usize = 5;
 
 /// Heap of the benchmark's local servers, in MiB (the test kit's default is 256).
 const BENCH_HEAP_MB: u32 = 512;
@@ -118,6 +125,24 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
         .copied()
         .filter(|w| *w != Workload::Codec)
         .collect();
+    let compare: Vec<RefClient> = match &options.compare {
+        Some(clients) => clients.clone(),
+        None if options.tls || options.sasl => {
+            eprintln!(
+                "lock_latency: comparison skipped: the reference clients are measured over \
+                 plaintext without SASL only"
+            );
+            Vec::new()
+        }
+        None => match reference::classpath() {
+            Ok(_) => RefClient::ALL.to_vec(),
+            Err(why) => {
+                eprintln!("lock_latency: comparison with Java and Curator skipped: {why}");
+                Vec::new()
+            }
+        },
+    };
+    let mut counters_connect = None;
     let (connect, target) = match &options.connect {
         _ if zk_workloads.is_empty() => (String::new(), "no server (codec only)".to_owned()),
         Some(connect) => (connect.clone(), format!("{connect} (given)")),
@@ -137,10 +162,24 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
             let e = builder.start()?;
             e.wait_for_leader()?;
             let cs = e.connect_string();
+            // Every session on a follower, as production clients mostly are: writes are
+            // forwarded to the leader. The counters are read on every server.
+            let followers = servers::followers(&e.addrs())
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            if followers.is_empty() {
+                return Err("the local ensemble has no follower".into());
+            }
+            counters_connect = Some(cs.clone());
             ensemble = Some(e);
             (
-                cs.clone(),
-                format!("local 3-server ZooKeeper ensemble {cs} ({setup})"),
+                followers.clone(),
+                format!(
+                    "local 3-server ZooKeeper ensemble {cs}, sessions on the followers \
+                     {followers} ({setup})"
+                ),
             )
         }
         None => {
@@ -177,7 +216,7 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
     let mut metrics = Vec::new();
     let mut block_metrics: Vec<Vec<Metric>> = Vec::new();
     if !zk_workloads.is_empty() {
-        let addrs = server_addrs(&connect)?;
+        let addrs = server_addrs(counters_connect.as_deref().unwrap_or(&connect))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -214,37 +253,103 @@ pub fn run(options: &Options) -> Result<Outcome, BoxError> {
             }
             None => None,
         };
-        // In blocks, each variant's block right after the other's (plaintext, TLS, ...).
-        let block_count = options
-            .blocks
-            .unwrap_or(if options.tls { TLS_BLOCKS } else { 1 });
-        let variants: Vec<(workloads::Context, &str)> = std::iter::once((ctx, ""))
-            .chain(tls_ctx.map(|c| (c, security::TLS_SUFFIX)))
-            .map(|(c, suffix)| {
-                let counts = c.counts.per_block(block_count);
-                (workloads::Context { counts, ..c }, suffix)
-            })
-            .collect();
-        let mut per_variant: Vec<Vec<Vec<Metric>>> = vec![Vec::new(); variants.len()];
-        for block in 0..block_count {
-            if block_count > 1 && !options.quiet {
-                eprintln!("lock_latency: block {} of {block_count}", block + 1);
-            }
-            for ((ctx, suffix), blocks) in variants.iter().zip(&mut per_variant) {
-                let mut measured = runtime.block_on(workloads::run_all(ctx, &zk_workloads))?;
-                for m in &mut measured {
-                    m.name.push_str(suffix);
+        let reference = if zk_workloads
+            .iter()
+            .any(|w| RefClient::for_workload(*w).is_some_and(|c| compare.contains(&c)))
+        {
+            match reference::RefProcess::start() {
+                Ok(process) => {
+                    if !options.quiet {
+                        eprintln!(
+                            "lock_latency: comparing with {} (Java {})",
+                            compare
+                                .iter()
+                                .map(|c| c.name())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            process.version
+                        );
+                    }
+                    Some(process)
                 }
-                blocks.push(measured);
+                Err(e) if options.compare.is_some() => {
+                    return Err(format!("--compare: {e}").into());
+                }
+                Err(e) => {
+                    eprintln!("lock_latency: comparison skipped: {e}");
+                    None
+                }
             }
+        } else {
+            None
+        };
+        let block_count = options.blocks.unwrap_or(if options.tls {
+            TLS_BLOCKS
+        } else {
+            DEFAULT_BLOCKS
+        });
+        let per_block = |c: workloads::Context| workloads::Context {
+            counts: c.counts.per_block(block_count),
+            ..c
+        };
+        let ref_ctx = workloads::Context {
+            base: format!("/rzk-bench-{}-ref", std::process::id()),
+            ..ctx.clone()
+        };
+        let mut sides = vec![blocks::Side::Ours {
+            ctx: per_block(ctx),
+            suffix: "",
+        }];
+        if let Some(c) = tls_ctx {
+            sides.push(blocks::Side::Ours {
+                ctx: per_block(c),
+                suffix: security::TLS_SUFFIX,
+            });
         }
-        for blocks in &per_variant {
-            metrics.extend(blocks::pool(blocks));
+        if let Some(process) = reference {
+            sides.push(blocks::Side::Reference {
+                ctx: per_block(ref_ctx),
+                process,
+                clients: compare.clone(),
+            });
         }
-        // Block i of every variant, together: the ratios' per-block sides.
+        let per_side = blocks::run_interleaved(
+            &runtime,
+            &mut sides,
+            &zk_workloads,
+            block_count,
+            !options.quiet,
+        )?;
+        drop(sides);
+        let pooled: Vec<Vec<Metric>> = per_side.iter().map(|b| blocks::pool(b)).collect();
+        // Each of our metrics, then the reference's of the same name right after it; then
+        // the other variants (TLS).
+        let (references, variants): (Vec<Metric>, Vec<Metric>) = pooled
+            .iter()
+            .skip(1)
+            .flatten()
+            .cloned()
+            .partition(|m| m.reference.is_some());
+        for m in pooled.first().into_iter().flatten() {
+            metrics.push(m.clone());
+            let prefix = format!("{}@", m.name);
+            metrics.extend(
+                references
+                    .iter()
+                    .filter(|r| {
+                        r.name
+                            .strip_prefix(&prefix)
+                            .is_some_and(|c| !c.contains('@'))
+                    })
+                    .cloned(),
+            );
+        }
+        metrics.extend(variants);
+        // Block i of every side, together: the ratios' per-block sides.
         block_metrics = (0..block_count)
-            .map(|i| per_variant.iter().flat_map(|b| b[i].clone()).collect())
+            .map(|i| per_side.iter().flat_map(|b| b[i].clone()).collect())
             .collect();
+        ratios_to_ref(&mut metrics, &block_metrics);
     }
     drop(ensemble);
     drop(server);

@@ -34,6 +34,24 @@ pub fn server_addrs(connect: &str) -> Result<Vec<SocketAddr>, String> {
     Ok(out)
 }
 
+/// The servers of `addrs` whose `srvr` says `Mode: follower`, in order.
+pub(crate) fn followers(addrs: &[SocketAddr]) -> Vec<SocketAddr> {
+    addrs
+        .iter()
+        .copied()
+        .filter(|&addr| {
+            zk_testkit::four_letter(addr, "srvr", Duration::from_secs(5))
+                .is_ok_and(|answer| is_follower(&answer))
+        })
+        .collect()
+}
+
+/// Whether a `srvr` answer says `Mode: follower`.
+fn is_follower(srvr: &str) -> bool {
+    srvr.lines()
+        .any(|l| l.trim().strip_prefix("Mode:").map(str::trim) == Some("follower"))
+}
+
 /// Counters summed (packets) or maxed (zxid) over the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Counters {
@@ -121,6 +139,15 @@ mod tests {
         assert_eq!(addrs.len(), 2);
         assert_eq!(addrs[0].port(), 2182);
         assert_eq!(addrs[1].port(), 2181);
+    }
+
+    #[test]
+    fn tells_a_follower_by_its_mode() {
+        assert!(is_follower(
+            "Zookeeper version: 3.8.0\nZxid: 0x1\nMode: follower\n"
+        ));
+        assert!(!is_follower("Zxid: 0x1\nMode: leader\n"));
+        assert!(!is_follower("Mode: standalone"));
     }
 
     #[test]

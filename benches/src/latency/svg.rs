@@ -1,5 +1,7 @@
 //! A hand-written SVG of the latency distributions: two panels side by side (raw calls, lock
-//! and election paths), each an empirical CDF on a shared logarithmic latency axis.
+//! and election paths), each an empirical CDF on a shared logarithmic latency axis. With
+//! `--compare`, each of our curves has the reference client's beside it, dashed, in the same
+//! colour and on the same axes.
 
 use std::fmt::Write as _;
 
@@ -42,7 +44,18 @@ pub(crate) fn render(title: &str, metrics: &[Metric]) -> String {
         ("raw calls (one session)", series(&RAW)),
         ("lock and election paths", series(&LOCK)),
     ];
-    let all = panels.iter().flat_map(|(_, s)| s.iter());
+    // Each of our metrics with the reference's of the same name (`raw_pair@java`), if any.
+    let reference_of = |m: &Metric| -> Option<&Metric> {
+        metrics.iter().find(|r| {
+            r.reference
+                .is_some_and(|c| r.name == format!("{}@{c}", m.name))
+                && !r.samples_us.is_empty()
+        })
+    };
+    let all = panels.iter().flat_map(|(_, s)| {
+        s.iter()
+            .flat_map(|m| std::iter::once(*m).chain(reference_of(m)))
+    });
     let (lo, hi) = all
         .flat_map(|m| [m.samples_us[0], m.samples_us[m.samples_us.len() - 1]])
         .fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| {
@@ -122,36 +135,51 @@ pub(crate) fn render(title: &str, metrics: &[Metric]) -> String {
         );
         for (i, m) in series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
-            let n = m.samples_us.len();
-            let stride = n.div_ceil(MAX_POINTS).max(1);
-            let mut points = String::new();
-            for (k, v) in m.samples_us.iter().enumerate() {
-                if k % stride == 0 || k == n - 1 {
-                    let _ = write!(points, "{:.1},{:.1} ", x(*v), y((k + 1) as f64 / n as f64));
+            let reference = reference_of(m);
+            for (curve, dash) in
+                std::iter::once((*m, "")).chain(reference.map(|r| (r, " stroke-dasharray=\"6 3\"")))
+            {
+                let n = curve.samples_us.len();
+                let stride = n.div_ceil(MAX_POINTS).max(1);
+                let mut points = String::new();
+                for (k, v) in curve.samples_us.iter().enumerate() {
+                    if k % stride == 0 || k == n - 1 {
+                        let _ = write!(points, "{:.1},{:.1} ", x(*v), y((k + 1) as f64 / n as f64));
+                    }
                 }
+                let _ = writeln!(
+                    out,
+                    "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"{dash} \
+                     points=\"{}\"/>",
+                    points.trim_end()
+                );
             }
-            let _ = writeln!(
-                out,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\" \
-                 points=\"{}\"/>",
-                points.trim_end()
-            );
-            let legend = if m.name == "lock_contended" {
+            let name = if m.name == "lock_contended" {
                 "lock_contended (handoff)".to_owned()
             } else {
                 m.name.clone()
             };
+            let mut legend = format!("{name} (p50 {:.0} µs)", m.p50_us.unwrap_or(f64::NAN));
+            if let Some(r) = reference {
+                let client = match r.reference {
+                    Some("curator") => "Curator",
+                    _ => "Java client",
+                };
+                legend.push_str(&format!(
+                    "; dashed: {client} (p50 {:.0} µs)",
+                    r.p50_us.unwrap_or(f64::NAN)
+                ));
+            }
             let ly = TOP + 16.0 + i as f64 * 16.0;
             let _ = writeln!(
                 out,
                 "<line x1=\"{:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" stroke=\"{color}\" \
-                 stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{} (p50 {:.0} µs)</text>",
+                 stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                 x0 + 10.0,
                 x0 + 30.0,
                 x0 + 36.0,
                 ly + 4.0,
                 escape(&legend),
-                m.p50_us.unwrap_or(f64::NAN)
             );
         }
     }
@@ -166,5 +194,25 @@ fn label(us: f64) -> String {
         format!("{}ms", us / 1e3)
     } else {
         format!("{us}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_curve_is_dashed_beside_ours() {
+        let ours = Metric::from_samples_us("lock_cycle", vec![100.0, 200.0, 300.0]);
+        let curator = Metric {
+            reference: Some("curator"),
+            ..Metric::from_samples_us("lock_cycle@curator", vec![400.0, 500.0])
+        };
+        let svg = render("test", &[ours.clone(), curator]);
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        assert_eq!(svg.matches("stroke-dasharray").count(), 1, "{svg}");
+        assert!(svg.contains("dashed: Curator (p50 400 µs)"), "{svg}");
+        let alone = render("test", &[ours]);
+        assert_eq!(alone.matches("stroke-dasharray").count(), 0);
     }
 }

@@ -225,11 +225,7 @@ pub(crate) async fn run_all(
     ctx: &Context,
     workloads: &[Workload],
 ) -> Result<Vec<Metric>, BoxError> {
-    // A short-lived session for the base node: an idle session left open would send pings that
-    // land in the server's packet counters.
-    let admin = connect(ctx).await?;
-    ensure_node(&admin, &ctx.base, b"").await?;
-    let _ = admin.close().await;
+    create_base(ctx).await?;
     let mut metrics = Vec::new();
     let mut result = Ok(());
     for &w in workloads {
@@ -250,12 +246,26 @@ pub(crate) async fn run_all(
             }
         }
     }
+    remove_base(ctx).await;
+    result?;
+    Ok(metrics)
+}
+
+/// Creates `ctx.base` (an existing one is fine), with a short-lived session: an idle session
+/// left open would send pings that land in the server's packet counters.
+pub(crate) async fn create_base(ctx: &Context) -> Result<(), BoxError> {
+    let admin = connect(ctx).await?;
+    ensure_node(&admin, &ctx.base, b"").await?;
+    let _ = admin.close().await;
+    Ok(())
+}
+
+/// Deletes `ctx.base` and everything under it (best effort).
+pub(crate) async fn remove_base(ctx: &Context) {
     if let Ok(admin) = connect(ctx).await {
         delete_tree(&admin, &ctx.base).await;
         let _ = admin.close().await;
     }
-    result?;
-    Ok(metrics)
 }
 
 /// `raw_create_delete`: `raw_create`, `raw_delete`, `raw_pair`.
