@@ -215,7 +215,9 @@ impl ClientBuilder {
     /// [`Client::session_id`] to tell a new session.
     ///
     /// A session that expires on its first connection ([`resume`](Self::resume) of an
-    /// expired session) is not renewed: `connect` fails.
+    /// expired session) is not renewed: `connect` fails. Nor is one after
+    /// [`Client::close`]: a close ends the client for good, also when it comes between an
+    /// expiry and the renewal.
     #[must_use]
     pub fn renew_expired_sessions(mut self, renew: bool) -> Self {
         self.renew_expired = renew;
