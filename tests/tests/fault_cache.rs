@@ -128,6 +128,26 @@ impl Model {
     }
 }
 
+impl Model {
+    /// As [`catch_up`](Model::catch_up), and returns the events as `+path` (added), `~path`
+    /// (updated) and `-path` (removed), sorted.
+    async fn catch_up_described(&mut self, events: &mut CacheEvents) -> Vec<String> {
+        let mut described = Vec::new();
+        while let Ok(next) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+            let event = next.expect("event");
+            self.apply(&event);
+            described.push(match &event {
+                CacheEvent::Added(n) => format!("+{}", n.path()),
+                CacheEvent::Updated { new, .. } => format!("~{}", new.path()),
+                CacheEvent::Removed(n) => format!("-{}", n.path()),
+                other => format!("{other:?}"),
+            });
+        }
+        described.sort();
+        described
+    }
+}
+
 async fn cache_sync(cache: &TreeCache) {
     within("cache sync", WITHIN, cache.sync(None))
         .await
@@ -183,18 +203,7 @@ async fn a_reconnection_reports_exactly_the_changes_made_while_cut_off() {
     wait_for_state(&cut.client, SessionState::Connected, WITHIN).await;
     cache_sync(&cache).await;
 
-    let mut seen_events = Vec::new();
-    while let Ok(next) = tokio::time::timeout(Duration::ZERO, events.next()).await {
-        let event = next.expect("event");
-        model.apply(&event);
-        seen_events.push(match &event {
-            CacheEvent::Added(n) => format!("+{}", n.path()),
-            CacheEvent::Updated { new, .. } => format!("~{}", new.path()),
-            CacheEvent::Removed(n) => format!("-{}", n.path()),
-            other => format!("{other:?}"),
-        });
-    }
-    seen_events.sort();
+    let seen_events = model.catch_up_described(&mut events).await;
     assert_eq!(
         seen_events,
         [
@@ -292,18 +301,8 @@ async fn after_an_expiry_a_renewing_client_s_cache_reports_exactly_the_changes_i
     .await;
     cache_sync(&cache).await;
 
-    let mut seen_events = Vec::new();
-    while let Ok(next) = tokio::time::timeout(Duration::ZERO, events.next()).await {
-        let event = next.expect("the cache goes on in the new session");
-        model.apply(&event);
-        seen_events.push(match &event {
-            CacheEvent::Added(n) => format!("+{}", n.path()),
-            CacheEvent::Updated { new, .. } => format!("~{}", new.path()),
-            CacheEvent::Removed(n) => format!("-{}", n.path()),
-            other => format!("{other:?}"),
-        });
-    }
-    seen_events.sort();
+    // The cache goes on in the new session: its events did not end.
+    let seen_events = model.catch_up_described(&mut events).await;
     assert_eq!(seen_events, ["+/rx/new", "-/rx/gone", "~/rx/changed"]);
     let expected = on_server(&writer, "/rx").await;
     assert_eq!(cached(&cache.snapshot()), expected);

@@ -108,6 +108,21 @@ async fn members_join_change_and_leave_and_a_crashed_member_expires() {
     assert!(view.members().is_empty());
 }
 
+/// The next events are `name` leaving, then joining again with `data`.
+async fn left_and_joined_again(events: &mut MembershipEvents, name: &str, data: &str) {
+    assert_eq!(
+        next(events).await,
+        MembershipEvent::Left { name: name.into() }
+    );
+    assert_eq!(
+        next(events).await,
+        MembershipEvent::Joined {
+            name: name.into(),
+            data: Bytes::copy_from_slice(data.as_bytes())
+        }
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_joins_again_after_its_node_is_deleted_and_after_its_session_expired() {
     let server = start_server().await;
@@ -130,17 +145,7 @@ async fn a_member_joins_again_after_its_node_is_deleted_and_after_its_session_ex
         .delete("/groups/kept/m", None)
         .await
         .expect("delete");
-    assert_eq!(
-        next(&mut events).await,
-        MembershipEvent::Left { name: "m".into() }
-    );
-    assert_eq!(
-        next(&mut events).await,
-        MembershipEvent::Joined {
-            name: "m".into(),
-            data: "1".into()
-        }
-    );
+    left_and_joined_again(&mut events, "m", "1").await;
     me.set_data("2").await.expect("set");
     assert_eq!(
         next(&mut events).await,
@@ -153,17 +158,7 @@ async fn a_member_joins_again_after_its_node_is_deleted_and_after_its_session_ex
     // The session expires: the member leaves with it and joins again in the next one.
     let old = client.session_id();
     expire_session(&client, &cs).await;
-    assert_eq!(
-        next(&mut events).await,
-        MembershipEvent::Left { name: "m".into() }
-    );
-    assert_eq!(
-        next(&mut events).await,
-        MembershipEvent::Joined {
-            name: "m".into(),
-            data: "2".into()
-        }
-    );
+    left_and_joined_again(&mut events, "m", "2").await;
     me.wait_joined(Some(WITHIN)).await.expect("joined");
     let (_, stat) = observer.get_data("/groups/kept/m").await.expect("read");
     assert_ne!(stat.ephemeral_owner, old);

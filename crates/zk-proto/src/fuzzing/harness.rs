@@ -201,7 +201,8 @@ impl Harness {
         self.begin();
         assert!(self.session.renew_expired(), "renews_now, but no renewal");
         assert!(
-            self.outbox.is_empty() && self.conn.in_flight.is_empty() || self.conn.phase == Phase::Down,
+            self.outbox.is_empty() && self.conn.in_flight.is_empty()
+                || self.conn.phase == Phase::Down,
             "requests of the expired session left"
         );
         self.session_id = 0;

@@ -305,7 +305,11 @@ fn a_renewing_session_goes_on_after_an_expiry_and_serves_calls() {
 fn without_renewal_the_same_script_ends_at_the_expiry() {
     let report = run(&expiry_then_work(0));
     assert_eq!(report.renewals, 0);
-    assert_eq!(report.states.last(), Some(&SessionState::Expired), "{report:?}");
+    assert_eq!(
+        report.states.last(),
+        Some(&SessionState::Expired),
+        "{report:?}"
+    );
     assert_eq!(report.watches_lost, 1);
 }
 
