@@ -34,6 +34,7 @@ fn driver(hosts: u16) -> Driver {
         first_connect: None,
         replies: HashMap::new(),
         watches: HashMap::new(),
+        stamps: crate::request_timing::SendStamps::new(crate::request_timing::Recorder::new()),
     }
 }
 
