@@ -20,7 +20,6 @@ const BUCKET_NS: u64 = 100;
 const BUCKETS: usize = 2000;
 
 /// One interval's counters.
-#[derive(Debug)]
 struct Histogram {
     count: AtomicU64,
     total_ns: AtomicU64,
@@ -64,7 +63,7 @@ impl Histogram {
 
 /// The distribution of one interval over the requests timed (see [`RequestTiming`]): a count,
 /// a total and a histogram of 100 ns buckets up to 200 µs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct LatencySummary {
     count: u64,
     total_ns: u64,
@@ -136,6 +135,18 @@ impl LatencySummary {
     }
 }
 
+/// The count, mean, median and maximum (not the buckets).
+impl std::fmt::Debug for LatencySummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LatencySummary")
+            .field("count", &self.count)
+            .field("mean", &self.mean())
+            .field("p50", &self.percentile(0.5))
+            .field("max", &self.max())
+            .finish()
+    }
+}
+
 /// A client's own time per request, from [`Client::request_timing`](crate::Client): every
 /// request made through any handle of the session since the client was built.
 ///
@@ -169,15 +180,24 @@ impl RequestTiming {
     }
 }
 
-#[derive(Debug)]
 struct Histograms {
     send: Histogram,
     receive: Histogram,
 }
 
 /// The timings of one client, shared by its handles and its connection task.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Recorder(Arc<Histograms>);
+
+/// The counts only: a client's `Debug` output is no place for 4,002 buckets.
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("sent", &self.0.send.count.load(Ordering::Relaxed))
+            .field("received", &self.0.receive.count.load(Ordering::Relaxed))
+            .finish()
+    }
+}
 
 impl Recorder {
     pub(crate) fn new() -> Recorder {
