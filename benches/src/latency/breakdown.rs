@@ -1,8 +1,11 @@
 //! Where a raw request's time goes: for `raw_create_delete` and `raw_get`, the client's own
 //! time per request (zk-proto's `request-timing`: call → bytes written, bytes read → caller
-//! returned) beside the server's (`mntr` request latency, reset with `srst` before the
-//! workload), and what is left of the round trip: the network, the kernel and waiting for a
-//! core.
+//! returned) beside the server's (`mntr` request latency over the workload), and what is left
+//! of the round trip: the network, the kernel and waiting for a core.
+//!
+//! The server's figure is the difference of its cumulative latency sum and count read before
+//! and after the workload, rather than a reset (`srst`) before it: the same figure, and a
+//! server given with `--connect` keeps its statistics.
 //!
 //! Keys added to the metric's JSON line (microseconds per request; `raw_pair` counts its
 //! create and its delete as two requests): `round_trip_mean_us`, `client_send_mean_us`,
@@ -49,22 +52,20 @@ impl ServerSide {
     }
 }
 
-/// The start of a timed stretch: the server's statistics reset, the client's timings so far.
+/// The start of a timed stretch: the server's latency sum and count so far, the client's
+/// timings so far.
 pub(crate) struct Breakdown {
     client: RequestTiming,
+    server: Option<(f64, f64)>,
     side: ServerSide,
 }
 
 impl Breakdown {
-    /// Resets the server's statistics (`srst`; before the workload's packet counters are read)
-    /// and takes the client's timings so far.
+    /// Takes the server's latency sum and count and the client's timings so far.
     pub(crate) fn start(ctx: &Context, client: &Client, side: ServerSide) -> Breakdown {
-        if let [addr] = ctx.addrs[..] {
-            // Best effort: without it the server's figure is over more requests, not wrong.
-            let _ = zk_testkit::four_letter(addr, "srst", Duration::from_secs(5));
-        }
         Breakdown {
             client: client.request_timing(),
+            server: server_latency(ctx, side),
             side,
         }
     }
@@ -79,10 +80,13 @@ impl Breakdown {
         metric: &mut Metric,
     ) {
         let timing = client.request_timing().since(&self.client);
-        let server = match ctx.addrs[..] {
-            [addr] => server_mean_us(addr, self.side),
-            _ => None,
-        };
+        let server =
+            self.server
+                .zip(server_latency(ctx, self.side))
+                .and_then(|((sum0, n0), (sum1, n1))| {
+                    // Milliseconds summed over requests, to µs per request.
+                    (n1 > n0).then(|| (sum1 - sum0) * 1e3 / (n1 - n0))
+                });
         let round_trip = mean(round_trip_us);
         let us = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e6);
         let send = us(timing.send.mean());
@@ -110,10 +114,14 @@ fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-/// The server's mean request latency in µs since the last `srst`: its sum over its count
-/// (milliseconds, whole ones per request: ZooKeeper stamps requests with a millisecond clock,
-/// so over many requests the mean is right while each one is 0 or 1).
-fn server_mean_us(addr: std::net::SocketAddr, side: ServerSide) -> Option<f64> {
+/// The server's request latency so far, `(sum in ms, count)`, from `mntr`: whole
+/// milliseconds per request (ZooKeeper stamps requests with a millisecond clock, so over many
+/// requests the mean is right while each one counts 0 or 1). `None` against more than one
+/// server (each counts its own) or when `mntr` does not answer.
+fn server_latency(ctx: &Context, side: ServerSide) -> Option<(f64, f64)> {
+    let [addr] = ctx.addrs[..] else {
+        return None;
+    };
     let answer = zk_testkit::four_letter(addr, "mntr", Duration::from_secs(5)).ok()?;
     let (sum_key, count_key) = side.keys();
     let value = |key: &str| {
@@ -122,8 +130,7 @@ fn server_mean_us(addr: std::net::SocketAddr, side: ServerSide) -> Option<f64> {
             (k.trim() == key).then(|| v.trim().parse::<f64>().ok())?
         })
     };
-    let (sum_ms, count) = (value(sum_key)?, value(count_key)?);
-    (count > 0.0).then(|| sum_ms * 1e3 / count)
+    Some((value(sum_key)?, value(count_key)?))
 }
 
 /// Pooled over blocks: the mean of each key's per-block values.
@@ -176,7 +183,7 @@ pub(crate) fn table_section(metrics: &[Metric]) -> String {
     let _ = writeln!(
         out,
         "  client send: call -> bytes written; client receive: bytes read -> caller returned; \
-         server: mntr request latency (srst before); rest: network, kernel, waiting for a core. \
+         server: mntr request latency; rest: network, kernel, waiting for a core. \
          raw_pair per request (create and delete)."
     );
     out
