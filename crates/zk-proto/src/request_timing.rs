@@ -78,7 +78,7 @@ mod off {
         pub(crate) fn connection_closed(&mut self) {}
 
         #[inline(always)]
-        pub(crate) fn frame_read(&mut self, _at: std::time::Instant) {}
+        pub(crate) fn frame_read(&mut self) {}
 
         #[inline(always)]
         pub(crate) fn frame_done(&mut self) {}

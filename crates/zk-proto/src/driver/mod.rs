@@ -343,7 +343,7 @@ impl Driver {
                     let now = Instant::now().into_std();
                     match frame {
                         Some(Ok(frame)) => {
-                            self.stamps.frame_read(now);
+                            self.stamps.frame_read();
                             self.session.handle_frame(now, frame);
                         }
                         Some(Err(FrameError::TooLong { len, max })) => {
