@@ -42,6 +42,16 @@ const EXPECTED: [&str; 25] = [
 
 const LATENCY_KEYS: [&str; 4] = ["p50_us", "p90_us", "p99_us", "max_us"];
 
+/// The request breakdown of `raw_pair` and `raw_get` (µs per request, never negative).
+const BREAKDOWN_KEYS: [&str; 6] = [
+    "round_trip_mean_us",
+    "client_send_mean_us",
+    "client_send_p50_us",
+    "client_receive_mean_us",
+    "client_receive_p50_us",
+    "server_mean_us",
+];
+
 fn finite(line: &Value, key: &str) -> f64 {
     let value = line
         .get(key)
@@ -127,6 +137,19 @@ fn tiny_run_reports_every_metric() {
             finite(by_name(name), "ops_per_s") > 0.0,
             "{name}: no throughput"
         );
+    }
+    // Where a raw request's time goes: the client's own times and the server's, per request.
+    // The rest (round trip less the others) may come out below zero on a noisy machine.
+    for name in ["raw_pair", "raw_get"] {
+        let line = by_name(name);
+        for key in BREAKDOWN_KEYS {
+            finite(line, key);
+        }
+        let rest = line
+            .get("rest_mean_us")
+            .and_then(Value::as_f64)
+            .unwrap_or(f64::NAN);
+        assert!(rest.is_finite(), "{name}: rest_mean_us = {rest}");
     }
     let contended = by_name("lock_contended");
     assert_eq!(

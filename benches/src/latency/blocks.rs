@@ -198,6 +198,12 @@ fn pool_one(same: &[&Metric]) -> Metric {
     pooled.server_txns_per_op = mean(same.iter().filter_map(|m| m.server_txns_per_op));
     pooled.reference = first.reference;
     pooled.extra = first.extra.clone();
+    // The request breakdown's figures: the mean over the blocks, not the first block's.
+    for (key, value) in super::breakdown::pool(same) {
+        if let Some(slot) = pooled.extra.iter_mut().find(|(k, _)| *k == key) {
+            slot.1 = value;
+        }
+    }
     pooled.extra.push(("blocks", Value::from(same.len())));
     pooled
 }

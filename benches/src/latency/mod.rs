@@ -15,6 +15,7 @@
 //! See `docs/performance.md` for the figures and how to read them.
 
 mod blocks;
+mod breakdown;
 mod cli;
 mod metric;
 mod reference;

@@ -64,6 +64,7 @@ pub fn to_table(target: &str, metrics: &[Metric]) -> String {
          codec p50 is the median time per op over rounds, vs Java its ratio to the Java \
          serializer."
     );
+    out.push_str(&super::breakdown::table_section(metrics));
     let ratio_rows: Vec<&Metric> = metrics
         .iter()
         .filter(|m| m.extra_num("ratio").is_some())

@@ -15,6 +15,7 @@ use zk_recipes::lock::Lock;
 
 use serde_json::Value;
 
+use super::breakdown::{Breakdown, ServerSide};
 use super::servers::{Counters, read_counters};
 use super::{BoxError, Counts, Metric};
 use crate::codec;
@@ -279,8 +280,10 @@ async fn raw_create_delete(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let mut deletes = Vec::with_capacity(c.raw_pairs);
     let mut pairs = Vec::with_capacity(c.raw_pairs);
     let mut section = None;
+    let mut breakdown = None;
     for i in 0..c.raw_warmup + c.raw_pairs {
         if i == c.raw_warmup {
+            breakdown = Some(Breakdown::start(ctx, &client, ServerSide::Updates));
             section = Some(Section::start(ctx));
         }
         let t0 = Instant::now();
@@ -305,6 +308,11 @@ async fn raw_create_delete(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
         // CPU, packets and commits are per pair (create + delete): on `raw_pair` only.
         section.finish(ctx, c.raw_pairs, true, &mut metrics[2..]);
     }
+    if let Some(breakdown) = breakdown {
+        // Per request: a pair is two.
+        let requests: Vec<f64> = metrics[2].samples_us.iter().map(|us| us / 2.0).collect();
+        breakdown.finish(ctx, &client, &requests, &mut metrics[2]);
+    }
     let _ = client.close().await;
     Ok(metrics)
 }
@@ -320,6 +328,7 @@ async fn raw_get(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     }
     let progress = Progress::new(ctx, "raw_get", n);
     let mut samples = Vec::with_capacity(n);
+    let breakdown = Breakdown::start(ctx, &client, ServerSide::Reads);
     let section = Section::start(ctx);
     for i in 0..n {
         let t0 = Instant::now();
@@ -330,6 +339,8 @@ async fn raw_get(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let mut metrics = vec![Metric::from_samples("raw_get", &samples)];
     let wall = section.finish(ctx, n, true, &mut metrics);
     metrics[0].ops_per_s = Some(n as f64 / wall.as_secs_f64());
+    let round_trips = metrics[0].samples_us.clone();
+    breakdown.finish(ctx, &client, &round_trips, &mut metrics[0]);
     progress.finish();
     let _ = client.close().await;
     Ok(metrics)

@@ -39,6 +39,7 @@ mod error;
 pub mod fuzzing;
 pub mod path;
 mod read_only;
+mod request_timing;
 pub mod sasl;
 pub mod session;
 #[cfg(feature = "tls")]
@@ -53,6 +54,8 @@ pub use client::{
 pub use error::{ConnectFailure, Error, ProtocolError, Result, TlsConfigError, TlsFailure};
 pub use jute;
 pub use jute::{AddWatchMode, CreateMode, EventType, KeeperState, Perms, Stat, WatcherType};
+#[cfg(feature = "request-timing")]
+pub use request_timing::{LatencySummary, RequestTiming};
 pub use session::{MultiOperation, SessionState, WatchedEvent};
 #[cfg(feature = "tls")]
 pub use tls::TlsOptions;

@@ -10,6 +10,7 @@ use super::{Client, Shared};
 use crate::connect_string::{ConnectString, Security};
 use crate::driver::{Dialer, Driver, Published};
 use crate::error::{Error, Result, TlsConfigError};
+use crate::request_timing::{Recorder, SendStamps};
 use crate::sasl::SaslConfig;
 use crate::session::{Session, SessionConfig, SessionState};
 #[cfg(feature = "tls")]
@@ -356,6 +357,7 @@ impl ClientBuilder {
         });
         let (states_tx, states) = watch::channel(SessionState::Connecting);
         let (first_tx, first_rx) = oneshot::channel();
+        let timing = Recorder::new();
         let driver = Driver {
             session,
             dialer,
@@ -367,6 +369,7 @@ impl ClientBuilder {
             first_connect: Some(first_tx),
             replies: Default::default(),
             watches: Default::default(),
+            stamps: SendStamps::new(timing.clone()),
         };
         tokio::spawn(driver.run());
         let client = Client {
@@ -376,6 +379,7 @@ impl ClientBuilder {
                 states,
                 watch_capacity: self.watch_capacity,
                 renews_expired: self.renew_expired,
+                timing,
             }),
             request_timeout: self.request_timeout,
         };

@@ -5,6 +5,8 @@ mod builder;
 mod ensemble;
 mod follow;
 mod options;
+#[cfg(feature = "request-timing")]
+mod timing;
 mod watcher;
 
 pub use builder::ClientBuilder;
@@ -26,7 +28,7 @@ use jute::{
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::acl::{Acl, ClientInfo};
-use crate::driver::{Command, Published, ReplyResult, WatchSink};
+use crate::driver::{Command, Delivery, Published, ReplyResult, WatchSink};
 use crate::error::{Error, ProtocolError, Result};
 use crate::session::{MultiOperation, Op, SessionState};
 
@@ -38,6 +40,8 @@ struct Shared {
     watch_capacity: usize,
     /// [`ClientBuilder::renew_expired_sessions`].
     renews_expired: bool,
+    /// Request timing (feature `request-timing`; zero-sized and idle without it).
+    timing: crate::request_timing::Recorder,
 }
 
 /// A ZooKeeper client: a cheap, cloneable handle on one session.
@@ -178,19 +182,25 @@ impl Client {
         op: Op,
         watch: Option<WatchSink>,
     ) -> impl Future<Output = Reply> + Send + 'static + use<> {
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = oneshot::channel::<Delivery>();
         let command = Command::Submit {
             op,
             timeout: self.request_timeout,
             reply,
             watch,
+            issued: self.shared.timing.issued(),
         };
         if let Err(mpsc::error::SendError(Command::Submit { reply, .. })) =
             self.shared.tx.send(command)
         {
-            let _ = reply.send(Err(Error::Closed));
+            let _ = reply.send(Err(Error::Closed).into());
         }
-        rx
+        let timing = self.shared.timing.clone();
+        async move {
+            let delivery = rx.await?;
+            timing.received(delivery.decoded);
+            Ok(delivery.result)
+        }
     }
 
     /// Sends `op` and reads its reply as `R`: the body its op code replies with (jute's
@@ -665,7 +675,7 @@ impl Client {
         auth: D,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<D> {
         let rx = self.send_auth(scheme.to_owned(), auth.into());
-        async move { rx.await.unwrap_or(Err(Error::Closed)).map(drop) }
+        async move { rx.await.map_or(Err(Error::Closed), |d| d.result).map(drop) }
     }
 
     /// Adds `digest` credentials `user:password` (see
@@ -683,10 +693,15 @@ impl Client {
             Ok((scheme, auth)) => Ok(self.send_auth(scheme, auth)),
             Err(e) => Err(Error::InvalidArgument(e.to_string())),
         };
-        async move { reply?.await.unwrap_or(Err(Error::Closed)).map(drop) }
+        async move {
+            reply?
+                .await
+                .map_or(Err(Error::Closed), |d| d.result)
+                .map(drop)
+        }
     }
 
-    fn send_auth(&self, scheme: String, auth: Bytes) -> oneshot::Receiver<ReplyResult> {
+    fn send_auth(&self, scheme: String, auth: Bytes) -> oneshot::Receiver<Delivery> {
         let (reply, rx) = oneshot::channel();
         let command = Command::AddAuth {
             scheme,
@@ -696,7 +711,7 @@ impl Client {
         if let Err(mpsc::error::SendError(Command::AddAuth { reply, .. })) =
             self.shared.tx.send(command)
         {
-            let _ = reply.send(Err(Error::Closed));
+            let _ = reply.send(Err(Error::Closed).into());
         }
         rx
     }
@@ -736,7 +751,7 @@ impl Client {
         if self.shared.tx.send(Command::Close { reply }).is_err() {
             return Ok(());
         }
-        match rx.await {
+        match rx.await.map(|d| d.result) {
             Ok(Ok(_)) | Err(_) => Ok(()),
             Ok(Err(e)) => Err(e),
         }

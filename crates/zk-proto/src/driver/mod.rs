@@ -33,11 +33,29 @@ use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error};
 use crate::path::Chroot;
 use crate::read_only;
+use crate::request_timing::{DecodedAt, Issued, SendStamps};
 use crate::session::{Op, RequestId, Session, SessionEvent, SessionState, WatchedEvent};
 use crate::transport::Transport;
 
 /// What a request's caller gets back: the response (its body decoded by the op code sent).
 pub(crate) type ReplyResult = Result<Response, Error>;
+
+/// A reply on its way to its caller: the result, and (feature `request-timing`) when its frame
+/// was read (zero-sized without the feature).
+#[derive(Debug)]
+pub(crate) struct Delivery {
+    pub(crate) result: ReplyResult,
+    pub(crate) decoded: DecodedAt,
+}
+
+impl From<ReplyResult> for Delivery {
+    fn from(result: ReplyResult) -> Delivery {
+        Delivery {
+            result,
+            decoded: Default::default(),
+        }
+    }
+}
 
 /// Where a watch's events go.
 pub(crate) enum WatchSink {
@@ -54,16 +72,18 @@ pub(crate) enum Command {
     Submit {
         op: Op,
         timeout: Option<Duration>,
-        reply: oneshot::Sender<ReplyResult>,
+        reply: oneshot::Sender<Delivery>,
         watch: Option<WatchSink>,
+        /// When the call was made (feature `request-timing`; zero-sized without it).
+        issued: Issued,
     },
     AddAuth {
         scheme: String,
         auth: Bytes,
-        reply: oneshot::Sender<ReplyResult>,
+        reply: oneshot::Sender<Delivery>,
     },
     Close {
-        reply: oneshot::Sender<ReplyResult>,
+        reply: oneshot::Sender<Delivery>,
     },
     /// Leave the session without closing it ([`Session::detach`]).
     Detach {
@@ -136,18 +156,25 @@ struct Connection {
 impl Connection {
     /// Takes frames from the session while the write buffer has room, and writes what the
     /// stream takes right now without waiting. `Err` if the stream failed.
-    fn transmit(&mut self, session: &mut Session) -> io::Result<()> {
+    fn transmit(&mut self, session: &mut Session, stamps: &mut SendStamps) -> io::Result<()> {
         let now = Instant::now().into_std();
         loop {
-            while self.out.len() < WRITE_BUFFER_HIGH_WATER
-                && session.poll_transmit_into(now, &mut self.out)
-            {}
+            while self.out.len() < WRITE_BUFFER_HIGH_WATER {
+                let before = self.out.len();
+                let Some(id) = session.transmit_next(now, &mut self.out) else {
+                    break;
+                };
+                stamps.encoded(id, self.out.len() - before);
+            }
             if self.out.is_empty() {
                 break;
             }
             match self.writer.write_buf(&mut self.out).now_or_never() {
                 Some(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-                Some(Ok(_)) => self.unflushed = true,
+                Some(Ok(n)) => {
+                    stamps.wrote(n);
+                    self.unflushed = true;
+                }
                 Some(Err(error)) => return Err(error),
                 // The stream is full: the loop's write branch waits for room.
                 None => return Ok(()),
@@ -174,17 +201,21 @@ impl Connection {
         writer: &mut WriteHalf,
         out: &mut BytesMut,
         unflushed: &mut bool,
+        stamps: &mut SendStamps,
     ) -> io::Result<()> {
         if out.is_empty() {
             writer.flush().await?;
             *unflushed = false;
             return Ok(());
         }
-        if writer.write_buf(out).await? == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
+        match writer.write_buf(out).await? {
+            0 => Err(io::ErrorKind::WriteZero.into()),
+            n => {
+                stamps.wrote(n);
+                *unflushed = true;
+                Ok(())
+            }
         }
-        *unflushed = true;
-        Ok(())
     }
 }
 
@@ -202,8 +233,10 @@ pub(crate) struct Driver {
     pub(crate) max_frame_len: usize,
     /// Told once: the first connection's outcome.
     pub(crate) first_connect: Option<oneshot::Sender<Result<(), Error>>>,
-    pub(crate) replies: HashMap<RequestId, oneshot::Sender<ReplyResult>>,
+    pub(crate) replies: HashMap<RequestId, oneshot::Sender<Delivery>>,
     pub(crate) watches: HashMap<RequestId, WatchSink>,
+    /// Request timing (feature `request-timing`; does nothing without it).
+    pub(crate) stamps: SendStamps,
 }
 
 impl Driver {
@@ -309,7 +342,10 @@ impl Driver {
                 frame = async { reader.expect("guarded").next().await }, if has_reader => {
                     let now = Instant::now().into_std();
                     match frame {
-                        Some(Ok(frame)) => self.session.handle_frame(now, frame),
+                        Some(Ok(frame)) => {
+                            self.stamps.frame_read();
+                            self.session.handle_frame(now, frame);
+                        }
                         Some(Err(FrameError::TooLong { len, max })) => {
                             // Refused from its length prefix, before any buffer was reserved.
                             // The bytes after the prefix may already be in, naming the request
@@ -346,7 +382,7 @@ impl Driver {
                 },
                 written = async {
                     let (writer, out, unflushed) = writer.expect("guarded");
-                    Connection::write_some(writer, out, unflushed).await
+                    Connection::write_some(writer, out, unflushed, &mut self.stamps).await
                 }, if has_writer => {
                     if let Err(error) = written {
                         tracing::info!(%error, "writing to the server failed");
@@ -387,8 +423,9 @@ impl Driver {
                 }
                 self.dispatch(event);
             }
+            self.stamps.frame_done();
             if let Some(c) = conn.as_mut()
-                && let Err(error) = c.transmit(&mut self.session)
+                && let Err(error) = c.transmit(&mut self.session, &mut self.stamps)
             {
                 tracing::info!(%error, "writing to the server failed");
                 conn = None;
@@ -397,6 +434,11 @@ impl Driver {
                 while let Some(event) = self.session.poll_event() {
                     self.dispatch(event);
                 }
+            }
+            match conn.as_ref() {
+                Some(c) if !c.unflushed => self.stamps.settled(),
+                Some(_) => {}
+                None => self.stamps.connection_closed(),
             }
             self.publish();
             // An expired session is renewed (when configured) only now: its requests and
@@ -463,15 +505,17 @@ impl Driver {
                 timeout,
                 reply,
                 watch,
+                issued,
             } => match self.session.submit(op, timeout.map(|t| now + t)) {
                 Ok(id) => {
+                    self.stamps.submitted(id, issued);
                     self.replies.insert(id, reply);
                     if let Some(sink) = watch {
                         self.watches.insert(id, sink);
                     }
                 }
                 Err(error) => {
-                    let _ = reply.send(Err(error));
+                    let _ = reply.send(Err(error).into());
                 }
             },
             Command::AddAuth {
@@ -483,7 +527,7 @@ impl Driver {
                     self.replies.insert(id, reply);
                 }
                 Err(error) => {
-                    let _ = reply.send(Err(error));
+                    let _ = reply.send(Err(error).into());
                 }
             },
             Command::Close { reply } => {
@@ -529,9 +573,10 @@ impl Driver {
                 if !watch_armed {
                     self.watches.remove(&id);
                 }
+                let decoded = self.stamps.replied(id);
                 if let Some(reply) = self.replies.remove(&id) {
                     // A dropped caller is fine: the reply was read, nothing desynchronizes.
-                    let _ = reply.send(result);
+                    let _ = reply.send(Delivery { result, decoded });
                 }
             }
             SessionEvent::Watch { id, event } => self.deliver(id, Ok(event)),

@@ -34,6 +34,7 @@ fn driver(hosts: u16) -> Driver {
         first_connect: None,
         replies: HashMap::new(),
         watches: HashMap::new(),
+        stamps: crate::request_timing::SendStamps::new(crate::request_timing::Recorder::new()),
     }
 }
 
@@ -304,4 +305,44 @@ fn probes_every_other_host_starting_after_the_current_one() {
     assert_eq!(indices(d.probe_targets(Some(0))), [1, 2, 3]);
     assert_eq!(d.probe_targets(Some(1))[0].1, HostAddr::new("h", 3));
     assert!(driver(1).probe_targets(Some(0)).is_empty());
+}
+
+#[cfg(feature = "request-timing")]
+#[tokio::test]
+async fn request_timing_counts_each_request_when_written_and_each_reply_when_read() {
+    let (dialer, mut accepted) = duplex_dialer(64 * 1024);
+    let connecting = tokio::spawn(
+        crate::Client::builder()
+            .session_timeout(Duration::from_secs(30))
+            // Only the test's requests: no reads of the ensemble's configuration.
+            .follow_ensemble(false)
+            .connect_with("127.0.0.1:2181", dialer),
+    );
+    let mut server = accepted.recv().await.expect("a connection");
+    handshake(&mut server, 30_000).await;
+    let client = connecting.await.expect("task").expect("connected");
+    let before = client.request_timing();
+    let calls: Vec<_> = (0..3).map(|_| client.delete("/n", None)).collect();
+    for _ in 0..3 {
+        let frame = server.next().await.expect("a request").expect("a frame");
+        let xid = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        let reply = ReplyHeader {
+            xid,
+            zxid: 1,
+            err: jute::ErrorCode::OK,
+        };
+        server.send(reply).await.expect("send");
+    }
+    for call in calls {
+        call.await.expect("deleted");
+    }
+    let timing = client.request_timing().since(&before);
+    assert_eq!((timing.send.count(), timing.receive.count()), (3, 3));
+    // A request written whose connection is then lost: sent, never received.
+    let lost = client.delete("/n", None);
+    server.next().await.expect("a request").expect("a frame");
+    drop(server);
+    assert_eq!(lost.await, Err(Error::ConnectionLoss));
+    let timing = client.request_timing().since(&before);
+    assert_eq!((timing.send.count(), timing.receive.count()), (4, 3));
 }

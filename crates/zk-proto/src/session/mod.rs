@@ -525,15 +525,27 @@ impl Session {
     /// its buffer has room, so that requests it cannot write yet stay queued here (and are
     /// sent on the next connection if this one is lost).
     pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut BytesMut) -> bool {
+        self.transmit_next(now, buf).is_some()
+    }
+
+    /// As [`poll_transmit_into`](Self::poll_transmit_into); `Some(id)` when it appended a
+    /// frame, with the request it carries (`None` for a frame of the session's own: the
+    /// handshake, a ping, SetWatches). For the driver's request timing.
+    pub(crate) fn transmit_next(
+        &mut self,
+        now: Instant,
+        buf: &mut BytesMut,
+    ) -> Option<Option<RequestId>> {
+        let mut sent = None;
         match self.link {
-            Link::Down { .. } | Link::Dialing { .. } => return false,
+            Link::Down { .. } | Link::Dialing { .. } => return None,
             Link::Handshaking { .. } => match self.control.front() {
                 Some(Outgoing::Raw(_)) => {
                     if let Some(Outgoing::Raw(frame)) = self.control.pop_front() {
                         put_frame(buf, &frame);
                     }
                 }
-                _ => return false,
+                _ => return None,
             },
             Link::Up { .. } => {
                 if let Some(outgoing) = self.control.pop_front() {
@@ -546,6 +558,7 @@ impl Session {
                             put_frame(buf, &frame);
                         }
                         Outgoing::Request { id, encoded } => {
+                            sent = id;
                             self.send_request(now, id, encoded, buf);
                         }
                     }
@@ -553,9 +566,10 @@ impl Session {
                     && !self.authenticating()
                     && let Some((id, encoded)) = self.outbox.pop_front()
                 {
+                    sent = id;
                     self.send_request(now, id, encoded, buf);
                 } else {
-                    return false;
+                    return None;
                 }
             }
         }
@@ -571,7 +585,7 @@ impl Session {
                 connected,
             };
         }
-        true
+        Some(sent)
     }
 
     /// The next frame body to send, if any, without its length prefix: a convenience over
