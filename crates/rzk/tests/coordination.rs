@@ -255,6 +255,8 @@ async fn bench_prints_its_help_and_measures_a_server() {
             "raw_get",
             "--scale",
             "0.01",
+            "--compare",
+            "none",
             "--quiet",
         ],
     )
