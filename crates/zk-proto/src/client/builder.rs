@@ -379,6 +379,7 @@ impl ClientBuilder {
                 states,
                 watch_capacity: self.watch_capacity,
                 renews_expired: self.renew_expired,
+                max_frame_len: self.max_frame_len,
                 timing,
             }),
             request_timeout: self.request_timeout,

@@ -40,6 +40,8 @@ struct Shared {
     watch_capacity: usize,
     /// [`ClientBuilder::renew_expired_sessions`].
     renews_expired: bool,
+    /// [`ClientBuilder::max_frame_len`].
+    max_frame_len: usize,
     /// Request timing (feature `request-timing`; zero-sized and idle without it).
     timing: crate::request_timing::Recorder,
 }
@@ -170,6 +172,13 @@ impl Client {
     /// followed by `Connecting` and a new [`session_id`](Self::session_id).
     pub fn renews_expired_sessions(&self) -> bool {
         self.shared.renews_expired
+    }
+
+    /// The largest frame this client accepts from the server
+    /// ([`ClientBuilder::max_frame_len`]): a reply over it fails with
+    /// [`Error::ReplyTooLarge`]. Recipes that batch reads size their batches by it.
+    pub fn max_frame_len(&self) -> usize {
+        self.shared.max_frame_len
     }
 
     /// The session timeout the server granted.
