@@ -2,8 +2,8 @@
 //! memory per cached node, and how fast it follows a steady stream of writes.
 //!
 //! `cargo run --release -p zk-benches --bin tree_cache -- [--nodes N (100000)] [--fanout N
-//! (100)] [--writes N (20000)] [--sample N (2000)] [--in-flight N (512)] [--connect
-//! HOST:PORT] [--json]`
+//! (100)] [--writes N (20000)] [--sample N (2000)] [--in-flight N (512)] [--read-batch N
+//! (64)] [--connect HOST:PORT] [--json]`
 //!
 //! Without `--connect` it starts a local ZooKeeper (test kit, forceSync off, the full JIT and
 //! the small-machine I/O settings of `lock_latency`) and stops it at the end. The tree is `/rzk-tree-<pid>/g<i>/n<j>` (`--fanout` children per group, 32 bytes
@@ -13,6 +13,7 @@
 //! - `initial_load`: a [`TreeCache`] of the whole tree, started and waited for
 //!   (`initialized`); resident memory (`VmRSS` of `/proc/self/status`) before and after, per
 //!   cached node (the cache and its share of the client's buffers, as the process sees them).
+//!   `--read-batch 1` loads with one getData per node instead of batches of sibling nodes.
 //! - `sequential_get`: `--sample` getData calls one after the other: the round trip of a load
 //!   that reads one node at a time, extrapolated to the whole tree; the ratio of the two is
 //!   `sequential_load/pipelined_load`.
@@ -34,7 +35,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "usage: tree_cache [--nodes N (100000)] [--fanout N (100)] \
                      [--writes N (20000)] [--sample N (2000)] [--in-flight N (512)] \
-                     [--connect HOST:PORT[,...]] [--json]";
+                     [--read-batch N (64)] [--connect HOST:PORT[,...]] [--json]";
 
 /// Data of every node.
 const DATA: [u8; 32] = [b'x'; 32];
@@ -49,6 +50,7 @@ struct Options {
     writes: usize,
     sample: usize,
     in_flight: usize,
+    read_batch: usize,
     connect: Option<String>,
     json: bool,
     /// Internal: write the tree at this root and exit (the child process).
@@ -62,6 +64,7 @@ fn parse() -> Result<Options, String> {
         writes: 20_000,
         sample: 2_000,
         in_flight: 512,
+        read_batch: 64,
         connect: None,
         json: false,
         populate: None,
@@ -81,6 +84,7 @@ fn parse() -> Result<Options, String> {
             "--writes" => options.writes = number("--writes", value("--writes")?)?,
             "--sample" => options.sample = number("--sample", value("--sample")?)?,
             "--in-flight" => options.in_flight = number("--in-flight", value("--in-flight")?)?,
+            "--read-batch" => options.read_batch = number("--read-batch", value("--read-batch")?)?,
             "--connect" => options.connect = Some(value("--connect")?),
             "--populate" => options.populate = Some(value("--populate")?),
             "--json" => options.json = true,
@@ -168,6 +172,7 @@ async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
     let started = Instant::now();
     let cache = TreeCache::builder(&client, &root)
         .max_in_flight(options.in_flight)
+        .read_batch(options.read_batch)
         .start();
     cache.initialized(Some(Duration::from_secs(600))).await?;
     let load = started.elapsed();
@@ -273,7 +278,8 @@ fn print(report: &Report, options: &Options) {
     let written_per_s = report.writes as f64 / secs(report.write_elapsed).max(1e-9);
     let lines = [
         json!({"client": "rzk", "metric": "initial_load", "n": report.nodes,
-               "in_flight": options.in_flight, "seconds": secs(report.load),
+               "in_flight": options.in_flight, "read_batch": options.read_batch,
+               "seconds": secs(report.load),
                "nodes_per_s": report.nodes as f64 / secs(report.load).max(1e-9),
                "client_cpu_us_per_node": secs(report.load_cpu) * 1e6 / report.nodes as f64,
                "rss_growth_bytes": report.rss_after.zip(report.rss_before).map(|(a, b)| a.saturating_sub(b)),
@@ -294,12 +300,13 @@ fn print(report: &Report, options: &Options) {
         return;
     }
     println!(
-        "initial load: {} nodes in {:.2} s ({:.0} nodes/s, {} in flight, client CPU {:.1} us/node); \
-         RSS {} bytes/node",
+        "initial load: {} nodes in {:.2} s ({:.0} nodes/s, {} in flight, up to {} per read, \
+         client CPU {:.1} us/node); RSS {} bytes/node",
         report.nodes,
         secs(report.load),
         report.nodes as f64 / secs(report.load).max(1e-9),
         options.in_flight,
+        options.read_batch,
         secs(report.load_cpu) * 1e6 / report.nodes as f64,
         per_node.map_or("unknown".to_owned(), |b| format!("{b:.0}"))
     );

@@ -7,12 +7,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use zk_proto::{Client, WatcherType};
+use zk_proto::jute::OpCode;
+use zk_proto::{Client, CreateOptions, WatcherType};
 use zk_recipes::Error;
 use zk_recipes::cache::{CacheEvent, CacheEvents, Depth, Keep, Snapshot, TreeCache};
 use zk_testkit::client::{
-    connect, create_node, eventually, mkdirs, read_tree, start_server, within,
+    builder, connect, connect_with, create_node, eventually, mkdirs, read_tree, start_server,
+    within,
 };
+use zk_testkit::fault::FaultProxy;
 
 const WITHIN: Duration = Duration::from_secs(20);
 
@@ -312,4 +315,85 @@ async fn a_subscriber_that_falls_behind_is_told_and_the_cache_goes_on() {
         .expect("sync");
     assert_eq!(delivered(&mut events).await, ["-/o/3"]);
     assert_mirrors(&cache, &writer, "/o", true).await;
+}
+
+/// Writes `count` children of `parent`, each with `size` bytes of data, pipelined.
+async fn create_children(client: &Client, parent: &str, count: usize, size: usize) {
+    let creates: Vec<_> = (0..count)
+        .map(|i| {
+            let data = vec![b'0' + (i % 10) as u8; size];
+            client.create(
+                &format!("{parent}/n{i:03}"),
+                data,
+                &CreateOptions::persistent(),
+            )
+        })
+        .collect();
+    for create in creates {
+        within("create", WITHIN, create).await.expect("create");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_reads_sibling_nodes_in_batches() {
+    let server = start_server().await;
+    let writer = connect(&server.connect_string()).await;
+    mkdirs(&writer, "/batch/sub").await;
+    create_children(&writer, "/batch", 200, 10).await;
+    create_children(&writer, "/batch/sub", 30, 10).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    // The proxy counts the cache's reads: no configuration read of the client's among them.
+    let reader = connect_with(builder().follow_ensemble(false), &proxy.connect_string()).await;
+    let cache = TreeCache::builder(&reader, "/batch").start();
+    within("initialized", WITHIN, cache.initialized(None))
+        .await
+        .expect("initialized");
+    assert_mirrors(&cache, &writer, "/batch", true).await;
+    // 232 nodes: the root alone, then /batch's 201 children in 4 batches of at most 64 and
+    // /sub's 30 in one; only the two nodes with children are listed.
+    let batches = proxy.forwarded(OpCode::MULTI_READ);
+    let single = proxy.forwarded(OpCode::GET_DATA);
+    assert_eq!(batches, 5);
+    assert_eq!(single, 1, "only the root is read alone");
+    assert_eq!(proxy.forwarded(OpCode::GET_CHILDREN2), 2);
+    assert_eq!(proxy.accepted(), 1);
+
+    // One request per node when asked.
+    let unbatched = TreeCache::builder(&reader, "/batch").read_batch(1).start();
+    within("initialized", WITHIN, unbatched.initialized(None))
+        .await
+        .expect("initialized");
+    assert_eq!(proxy.forwarded(OpCode::MULTI_READ), batches);
+    assert_eq!(proxy.forwarded(OpCode::GET_DATA), single + 232);
+    assert_mirrors(&unbatched, &writer, "/batch", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_the_frame_limit_costs_one_reconnection_and_the_load_completes() {
+    let server = start_server().await;
+    let writer = connect(&server.connect_string()).await;
+    mkdirs(&writer, "/huge").await;
+    // With a 16 KiB frame limit a batch may take 1 KiB, 9 nodes as small as the (empty) root:
+    // the first batch of these 3 KB nodes is some 27 KB, which the client refuses.
+    create_children(&writer, "/huge", 20, 3_000).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let reader = connect_with(
+        builder().max_frame_len(16 * 1024).follow_ensemble(false),
+        &proxy.connect_string(),
+    )
+    .await;
+    let session = reader.session_id();
+    let cache = TreeCache::builder(&reader, "/huge").start();
+    within("initialized", WITHIN, cache.initialized(None))
+        .await
+        .expect("initialized");
+    assert_mirrors(&cache, &writer, "/huge", true).await;
+    // Two batches of 10 went out together; the first overflowed, and the second was lost with
+    // the connection that cost. That connection was re-established in the same session, and
+    // every node was then read alone (each fits the limit): no batch again.
+    assert_eq!(proxy.forwarded(OpCode::MULTI_READ), 2);
+    assert_eq!(proxy.accepted(), 2);
+    assert_eq!(reader.session_id(), session);
+    assert!(proxy.forwarded(OpCode::GET_DATA) >= 21);
+    assert!(cache.ended().is_none());
 }

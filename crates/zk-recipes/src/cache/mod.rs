@@ -95,6 +95,7 @@ pub struct TreeCacheBuilder {
     keep: Keep,
     filter: Option<Filter>,
     max_in_flight: usize,
+    read_batch: usize,
     event_capacity: usize,
 }
 
@@ -106,6 +107,7 @@ impl fmt::Debug for TreeCacheBuilder {
             .field("keep", &self.keep)
             .field("filter", &self.filter.is_some())
             .field("max_in_flight", &self.max_in_flight)
+            .field("read_batch", &self.read_batch)
             .field("event_capacity", &self.event_capacity)
             .finish()
     }
@@ -138,6 +140,20 @@ impl TreeCacheBuilder {
     /// pipelined, never one round trip per node.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// The most nodes whose data one request of a load or reconciliation reads (64 by
+    /// default; 1: one getData per node). Sibling nodes are read together in one
+    /// `multiRead`, which spares the server its per-request work: a load is several times
+    /// faster than with one request per node. A batch is sized as if each of its nodes held
+    /// as much data as the largest read so far, to a sixteenth of the client's frame limit
+    /// ([`Client::max_frame_len`](zk_proto::Client::max_frame_len); 64 KiB at most). Should
+    /// one still exceed the limit (a node many times larger than every node before it, among
+    /// small siblings), the client drops that connection (the session goes on) and this
+    /// cache reads one node per request from then on.
+    pub fn read_batch(mut self, max: usize) -> Self {
+        self.read_batch = max.max(1);
         self
     }
 
@@ -174,8 +190,10 @@ impl TreeCacheBuilder {
         let task = sync::Task::new(
             self.client,
             scope,
-            self.depth,
-            self.max_in_flight,
+            sync::ReadLimits {
+                max_in_flight: self.max_in_flight,
+                read_batch: self.read_batch,
+            },
             shared.clone(),
             status_tx,
             sync_requests,
@@ -259,6 +277,7 @@ impl TreeCache {
             keep: Keep::Data,
             filter: None,
             max_in_flight: 512,
+            read_batch: 64,
             event_capacity: 1024,
         }
     }

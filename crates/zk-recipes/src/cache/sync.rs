@@ -9,6 +9,11 @@
 //! overflow or a new session) reads every node again: a node's data with its Stat, then its
 //! child list when the Stat says it has children; a child list removes the cached children it
 //! does not name. See `docs/recipes-cache.md` for the argument in full.
+//!
+//! A traversal reads sibling nodes in batches (one `multiRead` of several getData): the server
+//! runs a batch's reads one after the other in one request, so a batch is applied as that
+//! many replies in a row and the argument above holds unchanged. What a batch saves is the
+//! server's per-request pipeline, which bounds a load of one request per node.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -21,17 +26,27 @@ use futures_util::Stream;
 use tokio::sync::{mpsc, oneshot, watch};
 use zk_proto::jute::KeeperState;
 use zk_proto::{
-    AddWatchMode, Client, Error, EventType, PersistentWatcher, SessionState, Stat, WatchedEvent,
+    AddWatchMode, Client, Error, EventType, MultiOperation, MultiReadItem, PersistentWatcher,
+    ProtocolError, SessionState, Stat, WatchedEvent,
 };
 
 use super::scope::Scope;
 use super::tree::{Applied, CacheEvent, Map, Writer, parent_path};
-use super::{Depth, Keep, Shared, Status};
+use super::{Keep, Shared, Status};
 use crate::barrier::join_path;
 
 /// A caller of [`TreeCache::sync`](super::TreeCache::sync), answered once the cache has
 /// caught up.
 pub(crate) type SyncWaiter = oneshot::Sender<Result<(), Error>>;
+
+/// How many reads the task has in flight, and how many nodes one of them may read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadLimits {
+    /// The most reads in flight.
+    pub(crate) max_in_flight: usize,
+    /// The most getData reads in one batch (1: no batches).
+    pub(crate) read_batch: usize,
+}
 
 /// A read the task makes.
 enum Read {
@@ -42,6 +57,9 @@ enum Read {
         sweep: bool,
         keep: Keep,
     },
+    /// The data and Stat of several nodes of a traversal, in one `multiRead` (each as
+    /// `Data { sweep: true, keep: Keep::Data }`).
+    DataBatch(Vec<String>),
     /// A node's child list. In a traversal every child is read; otherwise the new ones.
     Children { path: String, sweep: bool },
     /// A caller's sync: first a round trip to the server (`sync`), after which the events of
@@ -55,6 +73,8 @@ enum Read {
 enum Reply {
     /// Data (when kept) and Stat; `None`: no such node.
     Data(Result<Option<(Option<Bytes>, Stat)>, Error>),
+    /// One result per read of a batch, in its order.
+    Batch(Result<Vec<zk_proto::Result<MultiReadItem>>, Error>),
     /// Child names and the node's Stat; `None`: no such node.
     Children(Result<Option<(Vec<String>, Stat)>, Error>),
     Sync(Result<(), Error>),
@@ -62,6 +82,15 @@ enum Reply {
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+/// What a batch's reply may take, by the largest data seen so far, at most: a sixteenth of
+/// the client's frame limit (64 KiB of the default 1 MiB), so that a batch overflows the limit
+/// only when one of its nodes is many times larger than every node read before.
+const BATCH_REPLY_BUDGET: usize = 64 * 1024;
+
+/// A getData result's bytes in a `multiRead` reply besides its data: the result's header,
+/// the data's length and the Stat.
+const BATCH_ITEM_OVERHEAD: usize = 96;
 
 /// A read sent, in the order sent (which is the order of the replies).
 struct InFlight {
@@ -82,8 +111,11 @@ enum Rewatch {
 pub(crate) struct Task {
     client: Client,
     scope: Scope,
-    mode: AddWatchMode,
     max_in_flight: usize,
+    /// The most getData reads in one batch (1: no batches).
+    read_batch: usize,
+    /// The largest data length read so far: a batch's size is bounded by it.
+    largest_data: usize,
     shared: Arc<Shared>,
     status: watch::Sender<Status>,
     syncs: mpsc::UnboundedReceiver<SyncWaiter>,
@@ -117,21 +149,17 @@ impl Task {
     pub(crate) fn new(
         client: Client,
         scope: Scope,
-        depth: Depth,
-        max_in_flight: usize,
+        limits: ReadLimits,
         shared: Arc<Shared>,
         status: watch::Sender<Status>,
         syncs: mpsc::UnboundedReceiver<SyncWaiter>,
     ) -> Task {
-        let mode = match depth {
-            Depth::Node => AddWatchMode::PERSISTENT,
-            _ => AddWatchMode::PERSISTENT_RECURSIVE,
-        };
         Task {
             client,
             scope,
-            mode,
-            max_in_flight,
+            max_in_flight: limits.max_in_flight,
+            read_batch: limits.read_batch,
+            largest_data: 0,
             shared,
             status,
             syncs,
@@ -232,7 +260,12 @@ impl Task {
         states: &mut watch::Receiver<SessionState>,
     ) -> Result<PersistentWatcher, Error> {
         loop {
-            match self.client.add_watch(self.scope.root(), self.mode).await {
+            // Recursive at every depth, events below the depth dropped unread: a 3.8 server
+            // keeps one watch mode per session and path, so a plain persistent watch added
+            // after a recursive one on the same root (another cache of the same client) would
+            // end the recursive one's events below the root (docs/client.md).
+            let mode = AddWatchMode::PERSISTENT_RECURSIVE;
+            match self.client.add_watch(self.scope.root(), mode).await {
                 Ok(watcher) => {
                     self.link_up = true;
                     return Ok(watcher);
@@ -367,7 +400,7 @@ impl Task {
     /// Sends queued reads while fewer than the limit are in flight.
     fn send_reads(&mut self) {
         while self.in_flight.len() < self.max_in_flight {
-            let Some((read, generation)) = self.queue.pop_front() else {
+            let Some((read, generation)) = self.next_read() else {
                 return;
             };
             let reply = self.call(&read);
@@ -377,6 +410,55 @@ impl Task {
                 reply,
             });
         }
+    }
+
+    /// The next read to send: a traversal's data reads of queued nodes are taken together
+    /// into one batch, as many as [`batch_limit`](Self::batch_limit) allows.
+    fn next_read(&mut self) -> Option<(Read, u64)> {
+        let (read, generation) = self.queue.pop_front()?;
+        let limit = self.batch_limit();
+        let batchable = |read: &Read| {
+            matches!(
+                read,
+                Read::Data {
+                    sweep: true,
+                    keep: Keep::Data,
+                    ..
+                }
+            )
+        };
+        if limit < 2
+            || !batchable(&read)
+            || !self
+                .queue
+                .front()
+                .is_some_and(|(r, g)| *g == generation && batchable(r))
+        {
+            return Some((read, generation));
+        }
+        let mut paths = Vec::with_capacity(limit.min(self.queue.len() + 1));
+        let mut next = Some(read);
+        while let Some(Read::Data { path, .. }) = next.take() {
+            paths.push(path);
+            if paths.len() < limit
+                && self
+                    .queue
+                    .front()
+                    .is_some_and(|(r, g)| *g == generation && batchable(r))
+            {
+                next = self.queue.pop_front().map(|(read, _)| read);
+            }
+        }
+        Some((Read::DataBatch(paths), generation))
+    }
+
+    /// The most nodes one batch may read: the configured limit, lowered so that the batch's
+    /// reply would stay within [`BATCH_REPLY_BUDGET`] (or a sixteenth of the client's frame
+    /// limit, if smaller) if each node had as much data as the largest read so far.
+    fn batch_limit(&self) -> usize {
+        let budget = BATCH_REPLY_BUDGET.min(self.client.max_frame_len() / 16);
+        let per_node = self.largest_data.saturating_add(BATCH_ITEM_OVERHEAD);
+        (budget / per_node).clamp(1, self.read_batch.max(1))
     }
 
     /// Sends `read` (the client queues it now) and returns its reply.
@@ -399,6 +481,11 @@ impl Task {
                         Err(e) => Err(e),
                     })
                 })
+            }
+            Read::DataBatch(paths) => {
+                let ops = paths.iter().map(MultiOperation::get_data).collect();
+                let reply = self.client.multi_read(ops);
+                Box::pin(async move { Reply::Batch(reply.await) })
             }
             Read::Children { path, .. } => {
                 let reply = self.client.get_children2(path);
@@ -426,13 +513,20 @@ impl Task {
     /// Applies one reply.
     fn apply(&mut self, read: Read, generation: u64, reply: Reply) {
         if generation == self.generation && self.traversing {
-            self.outstanding = self.outstanding.saturating_sub(1);
+            let reads = match &read {
+                Read::DataBatch(paths) => paths.len(),
+                _ => 1,
+            };
+            self.outstanding = self.outstanding.saturating_sub(reads);
         }
         match (read, reply) {
             (Read::Data { path, sweep, .. }, Reply::Data(result)) => match result {
                 Ok(found) => self.apply_data(&path, sweep, generation, found),
                 Err(error) => self.failed(error),
             },
+            (Read::DataBatch(paths), Reply::Batch(result)) => {
+                self.apply_batch(paths, generation, result);
+            }
             (Read::Children { path, sweep }, Reply::Children(result)) => match result {
                 Ok(found) => self.apply_children(&path, sweep, generation, found),
                 Err(error) => self.failed(error),
@@ -455,6 +549,56 @@ impl Task {
         }
     }
 
+    /// Applies a batch's results in order, each as the reply of a single read.
+    fn apply_batch(
+        &mut self,
+        paths: Vec<String>,
+        generation: u64,
+        result: Result<Vec<zk_proto::Result<MultiReadItem>>, Error>,
+    ) {
+        let items = match result {
+            Ok(items) if items.len() == paths.len() => items,
+            Ok(_) => {
+                let unexpected = "a multiRead with another number of results than reads";
+                return self.failed(Error::Protocol(ProtocolError::UnexpectedResponse(
+                    unexpected,
+                )));
+            }
+            Err(error @ Error::ReplyTooLarge { .. }) => {
+                // A node far larger than any before it (the client dropped the connection
+                // for the oversized reply; the session goes on): read one node at a time
+                // from now on, which gets each node that fits the frame limit.
+                tracing::warn!(
+                    root = self.scope.root(),
+                    %error,
+                    "a tree cache batch exceeded the frame limit; reading one node per request"
+                );
+                self.read_batch = 1;
+                self.need_traversal = true;
+                return;
+            }
+            Err(error) => return self.failed(error),
+        };
+        for (path, item) in paths.iter().zip(items) {
+            match item {
+                Ok(MultiReadItem::Data(data, stat)) => {
+                    // A copy: the reply's slice would keep the whole batch's frame alive as
+                    // long as any one of its nodes keeps this data.
+                    let data = Bytes::copy_from_slice(&data);
+                    self.apply_data(path, true, generation, Some((Some(data), stat)));
+                }
+                Err(Error::NoNode) => self.apply_data(path, true, generation, None),
+                Err(error) => self.failed(error),
+                Ok(_) => {
+                    let unexpected = "a child list for a getData in a multiRead";
+                    self.failed(Error::Protocol(ProtocolError::UnexpectedResponse(
+                        unexpected,
+                    )));
+                }
+            }
+        }
+    }
+
     fn apply_data(
         &mut self,
         path: &str,
@@ -464,6 +608,10 @@ impl Task {
     ) {
         let root = path == self.scope.root();
         let lists = self.scope.lists_children(path);
+        if let Some((_, stat)) = &found {
+            let data_length = usize::try_from(stat.data_length).unwrap_or(0);
+            self.largest_data = self.largest_data.max(data_length);
+        }
         let next = self.change(|writer, _| {
             let (data, stat) = match found {
                 None => {
