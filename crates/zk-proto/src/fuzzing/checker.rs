@@ -152,6 +152,47 @@ impl Checker {
             })
     }
 
+    /// Whether a watch of a `kinds` kind on `path` (a client path) is armed or asked for
+    /// (its request not answered yet, or answered without arming it): the session may count
+    /// it as held by the server.
+    pub(super) fn watch_held_or_asked(&self, path: &str, kinds: &[WatchKind]) -> bool {
+        self.callers.values().any(|caller| match &caller.kind {
+            CallerKind::Op {
+                watch: Some((kind, watched)),
+                ..
+            } => watched == path && kinds.contains(kind) && caller.watch != WatchStatus::Done,
+            _ => false,
+        })
+    }
+
+    /// Whether `event` is a child-list change that the step's notification (a child created
+    /// or deleted) makes of its parent, a path this session has asked to watch recursively
+    /// at some point (the server may hold it so after the watcher is gone).
+    fn child_list_change_of_a_recursive_path(&self, event: &WatchedEvent) -> bool {
+        let Some(notification) = &self.step.notification else {
+            return false;
+        };
+        let child_event = matches!(
+            notification.event_type,
+            EventType::NODE_CREATED | EventType::NODE_DELETED
+        );
+        let parent = match notification.path.rfind('/') {
+            Some(0) if notification.path.len() > 1 => "/",
+            Some(at) if at > 0 => &notification.path[..at],
+            _ => return false,
+        };
+        child_event
+            && event.event_type == EventType::NODE_CHILDREN_CHANGED
+            && event.path == parent
+            && self.callers.values().any(|caller| {
+                matches!(
+                    &caller.kind,
+                    CallerKind::Op { watch: Some((WatchKind::PersistentRecursive, watched)), .. }
+                        if watched == parent
+                )
+            })
+    }
+
     /// Whether an error that no server frame of this step asked for fits the situation.
     pub(super) fn unasked_error_fits(&self, id: RequestId, error: &Error) -> bool {
         match error {
@@ -341,6 +382,17 @@ impl Checker {
                 }
             }
         }
+        if watch_armed && result.is_ok() {
+            // An exists watch on a node that is there is a data watch (as Java files it).
+            if let CallerKind::Op {
+                watch: Some((kind, _)),
+                ..
+            } = &mut self.caller_mut(id).kind
+                && *kind == WatchKind::Exist
+            {
+                *kind = WatchKind::Data;
+            }
+        }
         self.step.replies.push((id, result.clone(), watch_armed));
     }
 
@@ -387,6 +439,15 @@ impl Checker {
             assert_eq!(event.event_type, removal_event(kind), "removal of {id:?}");
             assert_eq!(event.path, path, "removal of {id:?}");
             self.step.removed.insert(id, event.event_type);
+            true
+        } else if kind == WatchKind::Child && self.child_list_change_of_a_recursive_path(event) {
+            // The session fires it itself (`session::modes`): the server sends no child-list
+            // change for a path it holds recursively.
+            assert_eq!(event.path, path, "child-list change for {id:?}");
+            assert!(
+                self.step.fired.insert(id),
+                "one notification fired {id:?} twice"
+            );
             true
         } else {
             let Some(expected) = &self.step.notification else {

@@ -326,6 +326,8 @@ impl Session {
             .config
             .set_watches_max_bytes
             .min(self.config.max_frame_len.saturating_sub(64));
+        // The new connection holds what SetWatches sets again, and nothing else.
+        self.server_modes.reset_from(&self.watches);
         for batch in self.watches.set_watches(self.last_zxid, max) {
             let (op_code, body) = match batch {
                 SetWatchesBatch::V1(batch) => (OpCode::SET_WATCHES, batch.to_bytes()),

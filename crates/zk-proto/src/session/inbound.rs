@@ -9,6 +9,7 @@ use jute::{
     ReplyHeader, Response, ServerMessage,
 };
 
+use super::modes::Held;
 use super::request::AfterReply;
 use super::{Pending, Session, SessionEvent, SessionState, WatchKind, WatchedEvent};
 use crate::error::{Error, ProtocolError};
@@ -142,6 +143,8 @@ impl Session {
     /// A reply whose body could not be decoded: its caller gets the error; a closeSession
     /// still closes.
     pub(super) fn failed_reply(&mut self, pending: Pending, error: ProtocolError) {
+        // The header said OK: the server ran it.
+        self.server_modes.apply(&pending.change);
         if pending.op_code == OpCode::CLOSE_SESSION {
             self.finish_close();
         } else if pending.after == AfterReply::Sasl {
@@ -153,6 +156,10 @@ impl Session {
 
     pub(super) fn complete(&mut self, pending: Pending, err: ErrorCode, body: Option<Response>) {
         let error = Error::from_code(err);
+        if error.is_none() {
+            // Whether or not a caller still waits (a timed-out one does not): the server ran it.
+            self.server_modes.apply(&pending.change);
+        }
         if pending.op_code == OpCode::CLOSE_SESSION {
             self.finish_close();
             return;
@@ -173,6 +180,14 @@ impl Session {
                 if error.is_none()
                     || (kind == WatchKind::Exist && error == Some(Error::NoNode)) =>
             {
+                // As the Java client files it: an exists watch on a node that is there is a
+                // data watch. Set again after a reconnect as an exist watch, the server would
+                // take the node for created meanwhile and fire NodeCreated at once.
+                let kind = if kind == WatchKind::Exist && error.is_none() {
+                    WatchKind::Data
+                } else {
+                    kind
+                };
                 self.watches.add(path, kind, id);
                 watch_armed = true;
             }
@@ -269,5 +284,35 @@ impl Session {
                 },
             });
         }
+        // A child created or deleted under a path held recursively: the server sends no
+        // child-list change there (see `modes`), so its one-shot child-list watchers fire on
+        // this event, after the event's own watchers, as the server orders the two.
+        if matches!(
+            event.event_type,
+            EventType::NODE_CREATED | EventType::NODE_DELETED
+        ) && let Some(parent) = parent_of(&server_path)
+            && self.server_modes.get(parent).children == Some(Held::Recursive)
+        {
+            let parent_path = self.config.chroot.strip(parent).into_owned();
+            for id in self.watches.fire_children(parent) {
+                self.events.push_back(SessionEvent::Watch {
+                    id,
+                    event: WatchedEvent {
+                        event_type: EventType::NODE_CHILDREN_CHANGED,
+                        state: event.state,
+                        path: parent_path.clone(),
+                    },
+                });
+            }
+        }
+    }
+}
+
+/// The parent of a server path (`None` for the root and for what is not a path).
+fn parent_of(path: &str) -> Option<&str> {
+    match path.rfind('/')? {
+        0 if path.len() > 1 => Some("/"),
+        0 => None,
+        at => Some(&path[..at]),
     }
 }

@@ -10,6 +10,7 @@ mod ending;
 mod handshake;
 mod inbound;
 mod inspect;
+mod modes;
 mod rebalance;
 mod reconnect;
 mod request;
@@ -27,12 +28,14 @@ mod renew_tests;
 mod sasl_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_mode_tests;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use jute::{Encode, EventType, KeeperState, OpCode, Response};
+use jute::{Encode, EventType, KeeperState, OpCode, Response, WatcherType};
 
 pub use config::SessionConfig;
 pub use reconnect::{Backoff, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, HostList};
@@ -44,6 +47,7 @@ pub use watch::WatchKind;
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
 use jute::codes::xid as reserved;
+use modes::{Held, ModeChange, PathModes, ServerModes};
 use request::{AfterReply, Encoded};
 use sasl::SaslRun;
 use watch::WatchRegistry;
@@ -131,6 +135,17 @@ enum Outgoing {
     },
 }
 
+/// The watcher type of a removal of these kinds (as [`request`] maps types to kinds).
+fn removal_type(kinds: &[WatchKind]) -> WatcherType {
+    match kinds {
+        [WatchKind::Child] => WatcherType::CHILDREN,
+        [WatchKind::Data, WatchKind::Exist] => WatcherType::DATA,
+        [WatchKind::Persistent] => WatcherType::PERSISTENT,
+        [WatchKind::PersistentRecursive] => WatcherType::PERSISTENT_RECURSIVE,
+        _ => WatcherType::ANY,
+    }
+}
+
 #[derive(Debug)]
 struct Pending {
     xid: i32,
@@ -138,6 +153,8 @@ struct Pending {
     id: Option<RequestId>,
     op_code: OpCode,
     after: AfterReply,
+    /// What it changes in the watch modes the server holds, once run successfully.
+    change: ModeChange,
     /// When it was handed to the connection: once answered, the server had heard from us by
     /// then (the local expiry counts from that, not from when the answer arrived).
     sent_at: Instant,
@@ -198,6 +215,8 @@ pub struct Session {
     auth_waiting: Vec<(usize, RequestId)>,
     ping_queued: bool,
     watches: WatchRegistry,
+    /// The watch modes the server holds for this connection, path by path ([`modes`]).
+    server_modes: ServerModes,
     deadlines: BTreeSet<(Instant, RequestId)>,
     /// The `close` that began the closing, and when it gives up waiting for the reply.
     closing: Option<(RequestId, Instant)>,
@@ -268,6 +287,7 @@ impl Session {
             auth_waiting: Vec::new(),
             ping_queued: false,
             watches: WatchRegistry::default(),
+            server_modes: ServerModes::default(),
             deadlines: BTreeSet::new(),
             closing: None,
             later_closers: Vec::new(),
@@ -316,6 +336,25 @@ impl Session {
             return Err(error);
         }
         let encoded = op.encode(&self.config.chroot)?;
+        if encoded.op_code == OpCode::ADD_WATCH
+            && let AfterReply::Watch(path, kind) = &encoded.after
+        {
+            let (persistent, recursive) = self.persistent_kinds_on(path);
+            let other = match kind {
+                WatchKind::Persistent if recursive => "PERSISTENT_RECURSIVE",
+                WatchKind::PersistentRecursive if persistent => "PERSISTENT",
+                _ => "",
+            };
+            if !other.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "{path} has a {other} watch of this session: a 3.8 server keeps one watch \
+                     mode per session and path (ZOOKEEPER-4466), and the other persistent \
+                     kind would silence it (PERSISTENT ends a recursive watch's events below \
+                     the path, PERSISTENT_RECURSIVE a persistent watch's child-list changes); \
+                     use one kind per path, or another client"
+                )));
+            }
+        }
         let len = HEADER_LEN + encoded.body.len();
         if len > self.config.max_frame_len {
             return Err(Error::PacketTooLarge {
@@ -507,6 +546,96 @@ impl Session {
         }
     }
 
+    /// The persistent kind this session watches `server_path` with, or has asked to
+    /// (confirmed, in flight or queued; a removal on the way is not counted): the other kind
+    /// is refused on the path (see [`modes`]).
+    fn persistent_kinds_on(&self, server_path: &str) -> (bool, bool) {
+        let mut kinds = match self.watches.held(server_path) {
+            Some(Held::Persistent) => (true, false),
+            Some(Held::Recursive) => (false, true),
+            None => (false, false),
+        };
+        let mut asked = |op_code: OpCode, after: &AfterReply| match after {
+            AfterReply::Watch(path, WatchKind::Persistent)
+                if op_code == OpCode::ADD_WATCH && path == server_path =>
+            {
+                kinds.0 = true;
+            }
+            AfterReply::Watch(path, WatchKind::PersistentRecursive)
+                if op_code == OpCode::ADD_WATCH && path == server_path =>
+            {
+                kinds.1 = true;
+            }
+            _ => {}
+        };
+        for sent in &self.pending {
+            asked(sent.op_code, &sent.after);
+        }
+        for (_, queued) in &self.outbox {
+            asked(queued.op_code, &queued.after);
+        }
+        kinds
+    }
+
+    /// The modes the server holds on `server_path` once it has run every request in flight
+    /// (each assumed to succeed): the next request sent runs right after them.
+    fn modes_before_next(&self, server_path: &str) -> PathModes {
+        let mut modes = self.server_modes.get(server_path);
+        for sent in &self.pending {
+            if sent.change.path() == Some(server_path) {
+                modes.apply(&sent.change);
+            }
+        }
+        modes
+    }
+
+    /// How a request goes on the wire, given the modes held on its path (see [`modes`]): its
+    /// op code, whether its watch flag (the body's last byte) is cleared, and what it changes
+    /// in the modes. A one-shot watch that a held mode covers is not asked of the server (the
+    /// watcher is armed all the same, and the held mode's events fire it); a removal of
+    /// one-shot watches that a held mode covers goes as a checkWatches (a removal would take
+    /// the held mode with it; the local watchers are removed on its OK as on a removal's).
+    fn as_sent(&self, encoded: &Encoded) -> (OpCode, bool, ModeChange) {
+        let op_code = encoded.op_code;
+        match (&encoded.after, op_code) {
+            (
+                AfterReply::Watch(path, kind),
+                OpCode::EXISTS | OpCode::GET_DATA | OpCode::GET_CHILDREN | OpCode::GET_CHILDREN2,
+            ) => {
+                let modes = self.modes_before_next(path);
+                let covered = match kind {
+                    WatchKind::Child => modes.children.is_some(),
+                    _ => modes.data.is_some(),
+                };
+                (op_code, covered, ModeChange::None)
+            }
+            (AfterReply::Watch(path, kind), OpCode::ADD_WATCH) => {
+                let held = if *kind == WatchKind::PersistentRecursive {
+                    Held::Recursive
+                } else {
+                    Held::Persistent
+                };
+                (op_code, false, ModeChange::Add(path.clone(), held))
+            }
+            (AfterReply::RemoveWatches(path, kinds), OpCode::REMOVE_WATCHES) => {
+                let watcher_type = removal_type(kinds);
+                let modes = self.modes_before_next(path);
+                let covered = match watcher_type {
+                    WatcherType::DATA => modes.data.is_some(),
+                    WatcherType::CHILDREN => modes.children.is_some(),
+                    _ => false,
+                };
+                if covered {
+                    (OpCode::CHECK_WATCHES, false, ModeChange::None)
+                } else {
+                    let change = ModeChange::Remove(path.clone(), watcher_type);
+                    (op_code, false, change)
+                }
+            }
+            _ => (op_code, false, ModeChange::None),
+        }
+    }
+
     /// Whether a request that arms a watch on `server_path` is queued or in flight.
     fn watch_requested_on(&self, server_path: &str) -> bool {
         let on_path =
@@ -673,18 +802,23 @@ impl Session {
         buf: &mut BytesMut,
     ) {
         let xid = self.xids.next();
+        let (op_code, clear_watch_flag, change) = self.as_sent(&encoded);
         let len = HEADER_LEN + encoded.body.len();
         buf.reserve(4 + len);
         // Checked against the frame limit at submit; SetWatches batches are capped below it.
         buf.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
         buf.put_i32(xid);
-        buf.put_i32(encoded.op_code.0);
+        buf.put_i32(op_code.0);
         buf.put_slice(&encoded.body);
+        if clear_watch_flag && let Some(watch) = buf.last_mut() {
+            *watch = 0;
+        }
         self.pending.push_back(Pending {
             xid,
             id,
-            op_code: encoded.op_code,
+            op_code,
             after: encoded.after,
+            change,
             sent_at: now,
         });
     }

@@ -39,7 +39,7 @@ fn stat(version: i32) -> Stat {
     }
 }
 
-fn notification(event_type: EventType, path: &str) -> Bytes {
+pub(super) fn notification(event_type: EventType, path: &str) -> Bytes {
     frame(
         ReplyHeader {
             xid: -1,

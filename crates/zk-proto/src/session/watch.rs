@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use jute::{EventType, SetWatches, SetWatches2};
 
 use super::RequestId;
+use super::modes::Held;
 
 /// The kind of a watch, as the server keeps them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,6 +58,16 @@ impl PathWatches {
             WatchKind::Child => &mut self.child,
             WatchKind::Persistent => &mut self.persistent,
             WatchKind::PersistentRecursive => &mut self.recursive,
+        }
+    }
+
+    fn held(&self) -> Option<Held> {
+        if !self.recursive.is_empty() {
+            Some(Held::Recursive)
+        } else if !self.persistent.is_empty() {
+            Some(Held::Persistent)
+        } else {
+            None
         }
     }
 
@@ -183,6 +194,34 @@ impl WatchRegistry {
             self.by_path.remove(path);
         }
         forgotten
+    }
+
+    /// The persistent kind of the live watchers on `server_path`, if any (recursive first:
+    /// the session never arms both kinds on one path).
+    pub(crate) fn held(&self, server_path: &str) -> Option<Held> {
+        self.by_path.get(server_path).and_then(PathWatches::held)
+    }
+
+    /// Every path with live persistent watchers, with their kind.
+    pub(crate) fn held_paths(&self) -> impl Iterator<Item = (&str, Held)> {
+        self.by_path
+            .iter()
+            .filter_map(|(path, watches)| Some((path.as_str(), watches.held()?)))
+    }
+
+    /// Fires the one-shot child-list watchers of `server_path` (a child of it was created or
+    /// deleted, and the server, holding the path in a recursive mode, sends no child-list
+    /// change): they are removed and returned.
+    pub(crate) fn fire_children(&mut self, server_path: &str) -> Vec<RequestId> {
+        let Some(watches) = self.by_path.get_mut(server_path) else {
+            return Vec::new();
+        };
+        let fired = std::mem::take(&mut watches.child);
+        self.count -= fired.len();
+        if watches.is_empty() {
+            self.by_path.remove(server_path);
+        }
+        fired
     }
 
     /// The persistent watchers (both kinds), in id order: they outlive a connection, so they

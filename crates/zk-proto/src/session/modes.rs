@@ -1,0 +1,148 @@
+//! The watch modes a 3.8 server holds for this session beyond one-shot watches, path by path.
+//!
+//! A 3.8 server keeps, for each session and path, one mode for the watches that fire on the
+//! node's data (set by getData and exists, and by addWatch) and one for those that fire on its
+//! child list (set by getChildren, and by addWatch), and the last request that sets a mode
+//! wins (ZOOKEEPER-4466, fixed in 3.9). A one-shot watch asked for on a path held in a
+//! persistent mode turns it into a one-shot mode; a `PERSISTENT` addWatch replaces a recursive
+//! mode (no more events below the path), and a `PERSISTENT_RECURSIVE` one replaces a
+//! persistent child-list mode with a recursive one, which sends no child-list changes.
+//!
+//! So the session tracks those modes, as the server holds them once it has run the requests
+//! answered so far, and decides how to send each request from them (`Session::as_sent`): a
+//! one-shot watch that a held mode covers is armed locally and not asked of the server, a
+//! removal of such one-shot watches is sent as a checkWatches, and the two persistent kinds
+//! are never mixed on one path (the second is refused at submit). A one-shot child-list watch
+//! on a path held recursively is fired by the creation or deletion of a child, which the
+//! recursive mode sends.
+
+use std::collections::HashMap;
+
+use jute::WatcherType;
+
+use super::watch::WatchRegistry;
+
+/// A mode held beyond one-shot watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// addWatch `PERSISTENT`.
+    Persistent,
+    /// addWatch `PERSISTENT_RECURSIVE`.
+    Recursive,
+}
+
+/// The two modes of one path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PathModes {
+    /// The data mode: the node's creation, data change and deletion are sent (and, when
+    /// recursive, those of every node below).
+    pub(crate) data: Option<Held>,
+    /// The child-list mode: child-list changes are sent when persistent, not when recursive.
+    pub(crate) children: Option<Held>,
+}
+
+/// What a request does to the modes of its path once the server has run it successfully.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ModeChange {
+    /// Nothing (one-shot modes are not tracked).
+    None,
+    /// addWatch: both modes of the path.
+    Add(String, Held),
+    /// removeWatches of this type.
+    Remove(String, WatcherType),
+}
+
+impl PathModes {
+    /// The modes after `change` (of this path).
+    pub(crate) fn apply(&mut self, change: &ModeChange) {
+        match change {
+            ModeChange::None => {}
+            ModeChange::Add(_, held) => {
+                self.data = Some(*held);
+                self.children = Some(*held);
+            }
+            ModeChange::Remove(_, watcher_type) => match *watcher_type {
+                WatcherType::DATA => self.data = None,
+                WatcherType::CHILDREN => self.children = None,
+                _ => *self = PathModes::default(),
+            },
+        }
+    }
+}
+
+impl ModeChange {
+    /// The path it changes.
+    pub(crate) fn path(&self) -> Option<&str> {
+        match self {
+            ModeChange::None => None,
+            ModeChange::Add(path, _) | ModeChange::Remove(path, _) => Some(path),
+        }
+    }
+}
+
+/// The held modes of every path of this session's connection.
+#[derive(Debug, Default)]
+pub(crate) struct ServerModes {
+    by_path: HashMap<String, PathModes>,
+}
+
+impl ServerModes {
+    pub(crate) fn get(&self, path: &str) -> PathModes {
+        self.by_path.get(path).copied().unwrap_or_default()
+    }
+
+    /// The server has run a request that made `change`.
+    pub(crate) fn apply(&mut self, change: &ModeChange) {
+        let Some(path) = change.path() else {
+            return;
+        };
+        let mut modes = self.get(path);
+        modes.apply(change);
+        if modes == PathModes::default() {
+            self.by_path.remove(path);
+        } else {
+            self.by_path.insert(path.to_owned(), modes);
+        }
+    }
+
+    /// A new connection's watches are the ones SetWatches sets again, from the registry, in
+    /// the server's order (one-shot kinds, then persistent, then recursive: a path holds the
+    /// mode of its persistent watch kind, as the two kinds are never mixed on one path).
+    pub(crate) fn reset_from(&mut self, registry: &WatchRegistry) {
+        self.by_path = registry
+            .held_paths()
+            .map(|(path, held)| {
+                let modes = PathModes {
+                    data: Some(held),
+                    children: Some(held),
+                };
+                (path.to_owned(), modes)
+            })
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_request_that_sets_a_mode_wins() {
+        let mut modes = ServerModes::default();
+        modes.apply(&ModeChange::Add("/p".into(), Held::Persistent));
+        modes.apply(&ModeChange::Add("/p".into(), Held::Recursive));
+        assert_eq!(
+            modes.get("/p"),
+            PathModes {
+                data: Some(Held::Recursive),
+                children: Some(Held::Recursive)
+            }
+        );
+        modes.apply(&ModeChange::Remove("/p".into(), WatcherType::CHILDREN));
+        assert_eq!(modes.get("/p").children, None);
+        assert_eq!(modes.get("/p").data, Some(Held::Recursive));
+        modes.apply(&ModeChange::Remove("/p".into(), WatcherType::ANY));
+        assert_eq!(modes.get("/p"), PathModes::default());
+        assert!(modes.by_path.is_empty());
+    }
+}
