@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use curator::CuratorPeer;
 use futures_util::StreamExt;
+use zk_proto::jute::OpCode;
 use zk_proto::{Client, ClientBuilder, SessionState};
 use zk_recipes::Error;
 use zk_recipes::election::{
@@ -22,6 +23,7 @@ use zk_testkit::client::{
     Proxied, builder, connect_proxied, connect_with, eventually, start_server, wait_for_state,
     within,
 };
+use zk_testkit::fault::FaultProxy;
 
 const N: usize = 10;
 const WITHIN: Duration = Duration::from_secs(10);
@@ -204,6 +206,61 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     })
     .await;
     assert_eq!(children(&observer, path).await.len(), N - 3);
+}
+
+/// The candidate next in line leads on the leader's deletion alone: it listed the election
+/// when it joined and lists it no more before it leads (a failover is the deletion's commit
+/// and its notification, no round trip more). The one after it stays behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_candidate_leads_on_the_leaders_deletion_alone() {
+    let server = start_server().await;
+    let path = "/app/election/next";
+    let first_client = connect_with(session(), &server.connect_string()).await;
+    let third_client = connect_with(session(), &server.connect_string()).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    // The proxy counts the next candidate's requests: no configuration read among them.
+    let next_client = connect_with(session().follow_ensemble(false), &proxy.connect_string()).await;
+    let first = LeaderLatch::start(&first_client, path, "first");
+    within("the first leads", WITHIN, first.wait_leader(None))
+        .await
+        .expect("leads");
+    let next = LeaderLatch::start(&next_client, path, "next");
+    // It listed once, and watches its own node and the leader's.
+    proxy.wait_forwarded(OpCode::EXISTS, 2).await;
+    next_client
+        .sync("/")
+        .await
+        .expect("a round trip behind its watches");
+    let listed = proxy.forwarded(OpCode::GET_CHILDREN);
+    assert_eq!(listed, 1);
+    let third = LeaderLatch::start(&third_client, path, "third");
+    eventually("three candidates", WITHIN, || async {
+        children(&first_client, path).await.len() == 3
+    })
+    .await;
+
+    first.close().await.expect("the first leaves");
+    within("the next leads", WITHIN, next.wait_leader(None))
+        .await
+        .expect("leads");
+    assert_eq!(
+        proxy.forwarded(OpCode::GET_CHILDREN),
+        listed,
+        "it listed again"
+    );
+    let (_, id) = current_leader(&third_client, path)
+        .await
+        .expect("read")
+        .expect("a leader");
+    assert_eq!(&id[..], b"next");
+    assert!(!third.is_leader());
+
+    // Its leadership ends as usual, and the third leads the same way.
+    next.close().await.expect("the next leaves");
+    within("the third leads", WITHIN, third.wait_leader(None))
+        .await
+        .expect("leads");
+    third.close().await.expect("the third leaves");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

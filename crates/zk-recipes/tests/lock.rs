@@ -854,22 +854,6 @@ async fn rw_reader_section(client: &zk_proto::Client, base: &str, name: &str) ->
     violations
 }
 
-/// Waits (bounded) until `proxy` has forwarded at least `n` requests of kind `op`.
-async fn wait_forwarded(proxy: &FaultProxy, op: OpCode, n: u64) {
-    let mut tick = tokio::time::interval(Duration::from_millis(5));
-    let reached = tokio::time::timeout(Duration::from_secs(10), async {
-        while proxy.forwarded(op) < n {
-            tick.tick().await;
-        }
-    })
-    .await;
-    assert!(
-        reached.is_ok(),
-        "{n} {op:?} requests not forwarded; saw {}",
-        proxy.forwarded(op)
-    );
-}
-
 /// A waiter whose predecessor was itself waiting behind an earlier node takes the lock on the
 /// predecessor's deletion alone: it lists the children when it queues and again when the node
 /// before its predecessor goes (while its predecessor takes the lock), never after the
@@ -904,14 +888,14 @@ async fn the_waiter_behind_a_queued_holder_takes_the_lock_on_the_deletion_alone(
         async move { lock.acquire(None).await }
     });
     // C listed (A and B before it) and watches B and A.
-    wait_forwarded(&proxy, OpCode::GET_DATA, 2).await;
+    proxy.wait_forwarded(OpCode::GET_DATA, 2).await;
     c.sync("/").await.expect("a round trip behind C's watches");
     assert_eq!(lists(&proxy), 1);
 
     a_guard.release().await.expect("release a");
     let b_guard = b_wait.await.expect("task").expect("b acquires");
     // A's deletion makes C list again: B is now the only node in its way.
-    wait_forwarded(&proxy, OpCode::GET_CHILDREN, 2).await;
+    proxy.wait_forwarded(OpCode::GET_CHILDREN, 2).await;
     c.sync("/").await.expect("a round trip behind C's listing");
     assert_eq!(lists(&proxy), 2);
     assert_eq!(proxy.forwarded(OpCode::GET_DATA), 2, "B's watch is kept");

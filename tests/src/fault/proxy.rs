@@ -135,6 +135,27 @@ impl FaultProxy {
             .unwrap_or(0)
     }
 
+    /// Waits (polling, at most 10 s) until at least `n` requests with op code `op` were
+    /// forwarded.
+    ///
+    /// # Panics
+    ///
+    /// When fewer were forwarded by then.
+    pub async fn wait_forwarded(&self, op: OpCode, n: u64) {
+        let mut tick = tokio::time::interval(Duration::from_millis(5));
+        let reached = tokio::time::timeout(Duration::from_secs(10), async {
+            while self.forwarded(op) < n {
+                tick.tick().await;
+            }
+        })
+        .await;
+        assert!(
+            reached.is_ok(),
+            "{n} {op:?} requests not forwarded; saw {}",
+            self.forwarded(op)
+        );
+    }
+
     /// Connections being relayed now.
     pub fn open_links(&self) -> usize {
         lock(&self.shared.links).len()

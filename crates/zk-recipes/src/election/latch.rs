@@ -1,9 +1,11 @@
 //! The leader latch: the lowest ephemeral sequential node leads.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result};
+use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result, WatchedEvent};
 
 use super::{
     Candidate, Leadership, LeadershipEvents, Reporter, Running, Session, child_path, ensure_path,
@@ -185,46 +187,45 @@ impl Candidate for Driver {
             self.own = None;
             return Ok(());
         };
+        let own_changed = own_watch.changed();
+        tokio::pin!(own_changed);
         if position == 0 {
-            let watch = own_watch;
-            if !self.session.connected_now()? {
-                reporter.set(false);
-                return Ok(());
-            }
-            reporter.set(true);
-            tokio::select! {
-                changed = self.session.changed() => {
-                    // Whatever the new state, it is not the connection we led on.
-                    reporter.set(false);
-                    changed
+            return self.lead(reporter, own_changed).await;
+        }
+        reporter.set(false);
+        // Watch the predecessor (our own node is watched already).
+        let predecessor = child_path(&self.path, &children[position - 1]);
+        let (stat, watch) = client.exists_watch(&predecessor).await?;
+        if stat.is_none() {
+            return Ok(());
+        }
+        let next = tokio::select! {
+            biased;
+            event = &mut own_changed => {
+                if event?.event_type == EventType::NODE_DELETED {
+                    self.own = None;
                 }
-                event = watch.changed() => {
-                    let event = event?;
-                    if event.event_type == EventType::NODE_DELETED {
-                        reporter.set(false);
-                        self.own = None;
-                    }
-                    Ok(())
-                }
+                Next::Look
             }
-        } else {
-            reporter.set(false);
-            // Watch the predecessor (our own node is watched already).
-            let predecessor = child_path(&self.path, &children[position - 1]);
-            let (stat, watch) = client.exists_watch(&predecessor).await?;
-            if stat.is_none() {
-                return Ok(());
+            changed = self.session.changed() => {
+                changed?;
+                Next::Look
             }
-            tokio::select! {
-                changed = self.session.changed() => changed,
-                event = watch.changed() => event.map(drop),
-                event = own_watch.changed() => {
-                    if event?.event_type == EventType::NODE_DELETED {
-                        self.own = None;
-                    }
-                    Ok(())
+            event = watch.changed() => {
+                // Next in line when the listing was read: the predecessor led, and every node
+                // created since sorts after ours (sequence numbers only grow), so once it is
+                // gone ours is the first. Leading on the notification alone spares the listing
+                // a round trip on every failover; a later step lists again as usual.
+                if position == 1 && event?.event_type == EventType::NODE_DELETED {
+                    Next::Lead
+                } else {
+                    Next::Look
                 }
             }
+        };
+        match next {
+            Next::Lead => self.lead(reporter, own_changed).await,
+            Next::Look => Ok(()),
         }
     }
 
@@ -242,7 +243,44 @@ impl Candidate for Driver {
     }
 }
 
+/// What a candidate behind another does once something changed.
+enum Next {
+    /// Look at the election again (list it).
+    Look,
+    /// Lead: the node before ours, the first, is gone.
+    Lead,
+}
+
 impl Driver {
+    /// Leads while the connection and our node last: reports the leadership, then waits for
+    /// either to change (`own_changed`: the watch on our node) and reports it lost.
+    async fn lead(
+        &mut self,
+        reporter: &Reporter,
+        own_changed: Pin<&mut impl Future<Output = Result<WatchedEvent>>>,
+    ) -> Result<()> {
+        if !self.session.connected_now()? {
+            reporter.set(false);
+            return Ok(());
+        }
+        reporter.set(true);
+        tokio::select! {
+            changed = self.session.changed() => {
+                // Whatever the new state, it is not the connection we led on.
+                reporter.set(false);
+                changed
+            }
+            event = own_changed => {
+                let event = event?;
+                if event.event_type == EventType::NODE_DELETED {
+                    reporter.set(false);
+                    self.own = None;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Creates our node, finding it again when the reply was lost.
     async fn create(&mut self) -> Result<String> {
         let client = self.session.client.clone();
