@@ -649,7 +649,7 @@ impl Harness {
         let as_check = expected == OpCode::REMOVE_WATCHES
             && op_code == OpCode::CHECK_WATCHES
             && self.paths.get(&id).is_some_and(|path| {
-                self.checker.watch_held_or_asked(
+                self.checker.watch_ever_asked(
                     path,
                     &[WatchKind::Persistent, WatchKind::PersistentRecursive],
                 )
