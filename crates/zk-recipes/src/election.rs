@@ -32,13 +32,14 @@ mod master;
 mod once;
 mod run;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
 // The candidates' machinery works with the client's errors (`Result` here is zk_proto's);
 // the public calls return `crate::Result`.
-use zk_proto::{Client, CreateOptions, Error, Result, SessionState};
+use zk_proto::{Client, CreateOptions, Error, EventType, Result, SessionState, WatchedEvent};
 
 use crate::deadline::within;
 
@@ -394,6 +395,35 @@ impl Session {
             self.changed().await?;
         }
         Ok(())
+    }
+
+    /// Leads while the connection lasts and `node_changed` (the watch on the candidate's
+    /// node) has not fired: reports the leadership, then its loss when the session's state
+    /// changes (whatever the new state, it is not the connection it led on) or the node is
+    /// deleted. Returns whether the node was deleted.
+    async fn lead_until_changed(
+        &mut self,
+        reporter: &Reporter,
+        node_changed: impl Future<Output = Result<WatchedEvent>>,
+    ) -> Result<bool> {
+        if !self.connected_now()? {
+            reporter.set(false);
+            return Ok(false);
+        }
+        reporter.set(true);
+        tokio::select! {
+            changed = self.changed() => {
+                reporter.set(false);
+                changed.map(|()| false)
+            }
+            event = node_changed => {
+                let deleted = event?.event_type == EventType::NODE_DELETED;
+                if deleted {
+                    reporter.set(false);
+                }
+                Ok(deleted)
+            }
+        }
     }
 
     /// Waits for the next change of the session state.

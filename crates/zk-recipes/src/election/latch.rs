@@ -252,33 +252,20 @@ enum Next {
 }
 
 impl Driver {
-    /// Leads while the connection and our node last: reports the leadership, then waits for
-    /// either to change (`own_changed`: the watch on our node) and reports it lost.
+    /// Leads while the connection and our node last (`own_changed`: the watch on our node).
     async fn lead(
         &mut self,
         reporter: &Reporter,
         own_changed: Pin<&mut impl Future<Output = Result<WatchedEvent>>>,
     ) -> Result<()> {
-        if !self.session.connected_now()? {
-            reporter.set(false);
-            return Ok(());
+        if self
+            .session
+            .lead_until_changed(reporter, own_changed)
+            .await?
+        {
+            self.own = None;
         }
-        reporter.set(true);
-        tokio::select! {
-            changed = self.session.changed() => {
-                // Whatever the new state, it is not the connection we led on.
-                reporter.set(false);
-                changed
-            }
-            event = own_changed => {
-                let event = event?;
-                if event.event_type == EventType::NODE_DELETED {
-                    reporter.set(false);
-                    self.own = None;
-                }
-                Ok(())
-            }
-        }
+        Ok(())
     }
 
     /// Creates our node, finding it again when the reply was lost.

@@ -191,23 +191,10 @@ impl Candidate for Driver {
             Err(error) => return Err(error),
         };
         if stat.ephemeral_owner == client.session_id() {
-            if !self.session.connected_now()? {
-                reporter.set(false);
-                return Ok(());
-            }
-            reporter.set(true);
-            tokio::select! {
-                changed = self.session.changed() => {
-                    reporter.set(false);
-                    changed
-                }
-                event = watch.changed() => {
-                    if event?.event_type == EventType::NODE_DELETED {
-                        reporter.set(false);
-                    }
-                    Ok(())
-                }
-            }
+            self.session
+                .lead_until_changed(reporter, watch.changed())
+                .await
+                .map(drop)
         } else {
             reporter.set(false);
             tokio::select! {
