@@ -216,7 +216,7 @@ impl Candidate for Driver {
                 // created since sorts after ours (sequence numbers only grow), so once it is
                 // gone ours is the first. Leading on the notification alone spares the listing
                 // a round trip on every failover; a later step lists again as usual.
-                if position == 1 && event?.event_type == EventType::NODE_DELETED {
+                if event?.event_type == EventType::NODE_DELETED && position == 1 {
                     Next::Lead
                 } else {
                     Next::Look
