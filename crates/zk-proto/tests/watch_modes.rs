@@ -13,7 +13,7 @@ use zk_proto::{
     AddWatchMode, Client, CreateOptions, Error, EventType, KeeperState, PersistentWatcher,
     WatcherType,
 };
-use zk_testkit::client::{connect, within};
+use zk_testkit::client::{builder, connect, connect_with, within};
 use zk_testkit::fault::FaultProxy;
 
 const EVENT_WAIT: Duration = Duration::from_secs(5);
@@ -234,5 +234,32 @@ async fn the_two_persistent_kinds_are_refused_on_one_path_in_either_order() {
     assert_eq!(
         next_event(&mut persistent).await,
         ev(EventType::NODE_CHILDREN_CHANGED, "/y")
+    );
+}
+
+#[tokio::test]
+async fn a_removal_whose_caller_timed_out_still_tells_the_watchers_it_removed() {
+    let server = support::server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = connect_with(
+        builder().request_timeout(Some(Duration::from_millis(300))),
+        &proxy.connect_string(),
+    )
+    .await;
+    let writer = connect(&server.connect_string()).await;
+    create(&writer, "/t").await;
+    let (_, _, data) = client.get_data_watch("/t").await.expect("getData");
+    // The removal waits in the frozen proxy past its caller's timeout, then reaches the
+    // server, which removes the watch.
+    proxy.freeze();
+    let removed = client.remove_watches("/t", WatcherType::DATA).await;
+    assert_eq!(removed, Err(Error::RequestTimeout));
+    proxy.thaw();
+    let event = within("the removal", EVENT_WAIT, data.changed())
+        .await
+        .expect("told");
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (EventType::DATA_WATCH_REMOVED, "/t")
     );
 }

@@ -44,6 +44,9 @@ pub(super) struct Caller {
 pub(super) struct Step {
     /// The request a frame delivered in this step answers: it may get any result that fits.
     pub(super) answered: Option<RequestId>,
+    /// The removeWatches, its caller timed out, whose reply a frame delivered in this step:
+    /// it may still tell the watchers it removed.
+    pub(super) removing: Option<RequestId>,
     /// The add_auth request an auth reply delivered in this step answers.
     pub(super) answered_auth: Option<RequestId>,
     /// The request an oversized frame in this step was the reply of.
@@ -430,6 +433,7 @@ impl Checker {
             let answered_removes = self
                 .step
                 .answered
+                .or(self.step.removing)
                 .and_then(|answered| self.callers.get(&answered))
                 .and_then(|caller| match &caller.kind {
                     CallerKind::Op { removes, .. } => removes.clone(),

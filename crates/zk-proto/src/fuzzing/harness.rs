@@ -70,6 +70,9 @@ pub(super) struct Expect {
     pub(super) sole_reply: bool,
     /// The removals a removeWatches request's success must report (id → event type).
     pub(super) removals: Option<(RequestId, BTreeMap<RequestId, EventType>)>,
+    /// The removals a removeWatches whose caller timed out must report (none unless the
+    /// server said OK).
+    pub(super) orphan_removals: Option<BTreeMap<RequestId, EventType>>,
     /// Whether the connection must be dropped (`Some(false)`: must not, unless the session
     /// ends).
     pub(super) drop: Option<bool>,

@@ -387,21 +387,37 @@ impl Harness {
                 if header.zxid > 0 {
                     self.last_zxid = header.zxid;
                 }
-                let Some(id) = head.id.filter(|&id| !self.checker.is_resolved(id)) else {
+                let Some(id) = head.id else {
                     return;
                 };
+                // The watches a removal removes are told when the server says OK, whether or
+                // not its body decodes (the server ran it) and whether or not its caller still
+                // waits (a timed-out one does not).
+                let removals = match &self.checker.caller(id).kind {
+                    CallerKind::Op {
+                        removes: Some((path, kinds)),
+                        ..
+                    } if header.err == ErrorCode::OK => Some(
+                        self.checker
+                            .armed()
+                            .filter(|(_, kind, watched)| watched == path && kinds.contains(kind))
+                            .map(|(watcher, kind, _)| (watcher, removal_event(kind)))
+                            .collect::<BTreeMap<_, _>>(),
+                    ),
+                    CallerKind::Op {
+                        removes: Some(_), ..
+                    } => Some(BTreeMap::new()),
+                    _ => None,
+                };
+                if self.checker.is_resolved(id) {
+                    if let Some(removals) = removals {
+                        self.checker.step.removing = Some(id);
+                        expect.orphan_removals = Some(removals);
+                    }
+                    return;
+                }
                 self.checker.step.answered = Some(id);
-                if let CallerKind::Op {
-                    removes: Some((path, kinds)),
-                    ..
-                } = &self.checker.caller(id).kind
-                {
-                    let removals = self
-                        .checker
-                        .armed()
-                        .filter(|(_, kind, watched)| watched == path && kinds.contains(kind))
-                        .map(|(watcher, kind, _)| (watcher, removal_event(kind)))
-                        .collect();
+                if let Some(removals) = removals {
                     expect.removals = Some((id, removals));
                 }
             }
@@ -541,18 +557,16 @@ impl Harness {
             );
         }
         if let Some((id, removals)) = &expect.removals {
-            let succeeded = step
-                .replies
-                .iter()
-                .any(|(r, result, _)| r == id && result.is_ok());
-            if succeeded {
-                assert_eq!(&step.removed, removals, "the watches removeWatches removed");
-            } else {
-                assert!(
-                    step.removed.is_empty(),
-                    "watches removed by a failed removeWatches"
-                );
-            }
+            assert_eq!(
+                &step.removed, removals,
+                "the watches removeWatches {id:?} removed"
+            );
+        }
+        if let Some(removals) = &expect.orphan_removals {
+            assert_eq!(
+                &step.removed, removals,
+                "the watches a removeWatches whose caller timed out removed"
+            );
         }
         match expect.drop {
             Some(true) => assert!(

@@ -145,6 +145,9 @@ impl Session {
     pub(super) fn failed_reply(&mut self, pending: Pending, error: ProtocolError) {
         // The header said OK: the server ran it.
         self.server_modes.apply(&pending.change);
+        if let AfterReply::RemoveWatches(path, kinds) = &pending.after {
+            self.report_removed(path, kinds);
+        }
         if pending.op_code == OpCode::CLOSE_SESSION {
             self.finish_close();
         } else if pending.after == AfterReply::Sasl {
@@ -168,6 +171,13 @@ impl Session {
             self.handle_sasl_reply(err, body);
             return;
         }
+        // The watches the server removed are told, also when the caller of the removal is
+        // gone (timed out): they would never fire again.
+        if error.is_none()
+            && let AfterReply::RemoveWatches(path, kinds) = &pending.after
+        {
+            self.report_removed(path, kinds);
+        }
         let Some(id) = pending.id else {
             if let Some(error) = error {
                 tracing::warn!(op = %pending.op_code, %error, "internal request failed");
@@ -175,49 +185,48 @@ impl Session {
             return;
         };
         let mut watch_armed = false;
-        match pending.after {
-            AfterReply::Watch(path, kind)
-                if error.is_none()
-                    || (kind == WatchKind::Exist && error == Some(Error::NoNode)) =>
-            {
-                // As the Java client files it: an exists watch on a node that is there is a
-                // data watch. Set again after a reconnect as an exist watch, the server would
-                // take the node for created meanwhile and fire NodeCreated at once.
-                let kind = if kind == WatchKind::Exist && error.is_none() {
-                    WatchKind::Data
-                } else {
-                    kind
-                };
-                self.watches.add(path, kind, id);
-                watch_armed = true;
-            }
-            AfterReply::RemoveWatches(path, kinds) if error.is_none() => {
-                let client_path = self.config.chroot.strip(&path).into_owned();
-                for (watcher, kind) in self.watches.remove(&path, kinds) {
-                    let event_type = match kind {
-                        WatchKind::Data | WatchKind::Exist => EventType::DATA_WATCH_REMOVED,
-                        WatchKind::Child => EventType::CHILD_WATCH_REMOVED,
-                        WatchKind::Persistent | WatchKind::PersistentRecursive => {
-                            EventType::PERSISTENT_WATCH_REMOVED
-                        }
-                    };
-                    self.events.push_back(SessionEvent::Watch {
-                        id: watcher,
-                        event: WatchedEvent {
-                            event_type,
-                            state: KeeperState::SYNC_CONNECTED,
-                            path: client_path.clone(),
-                        },
-                    });
-                }
-            }
-            _ => {}
+        if let AfterReply::Watch(path, kind) = pending.after
+            && (error.is_none() || (kind == WatchKind::Exist && error == Some(Error::NoNode)))
+        {
+            // As the Java client files it: an exists watch on a node that is there is a data
+            // watch. Set again after a reconnect as an exist watch, the server would take the
+            // node for created meanwhile and fire NodeCreated at once.
+            let kind = if kind == WatchKind::Exist && error.is_none() {
+                WatchKind::Data
+            } else {
+                kind
+            };
+            self.watches.add(path, kind, id);
+            watch_armed = true;
         }
         let result = match error {
             Some(error) => Err(error),
             None => Ok(self.strip_chroot(body.unwrap_or(Response::Empty))),
         };
         self.reply(id, result, watch_armed);
+    }
+
+    /// The server removed this session's watches of `kinds` on `path` (removeWatches OK):
+    /// each local watcher of them is removed and told.
+    fn report_removed(&mut self, path: &str, kinds: &[WatchKind]) {
+        let client_path = self.config.chroot.strip(path).into_owned();
+        for (watcher, kind) in self.watches.remove(path, kinds) {
+            let event_type = match kind {
+                WatchKind::Data | WatchKind::Exist => EventType::DATA_WATCH_REMOVED,
+                WatchKind::Child => EventType::CHILD_WATCH_REMOVED,
+                WatchKind::Persistent | WatchKind::PersistentRecursive => {
+                    EventType::PERSISTENT_WATCH_REMOVED
+                }
+            };
+            self.events.push_back(SessionEvent::Watch {
+                id: watcher,
+                event: WatchedEvent {
+                    event_type,
+                    state: KeeperState::SYNC_CONNECTED,
+                    path: client_path.clone(),
+                },
+            });
+        }
     }
 
     pub(super) fn strip_chroot(&self, response: Response) -> Response {

@@ -840,9 +840,12 @@ impl Session {
         {
             self.outbox.remove(at);
         } else if let Some(pending) = self.pending.iter_mut().find(|p| p.id == Some(id)) {
-            // Its reply still comes, in order; it is then read and discarded.
+            // Its reply still comes, in order; it is then read and discarded. A removal of
+            // watches still removes them when it succeeds: its watchers are told then.
             pending.id = None;
-            pending.after = AfterReply::Nothing;
+            if !matches!(pending.after, AfterReply::RemoveWatches(..)) {
+                pending.after = AfterReply::Nothing;
+            }
         } else if let Some(slot) = self.auth_pending.iter_mut().find(|p| **p == Some(id)) {
             *slot = None;
         } else if let Some(at) = self.auth_waiting.iter().position(|&(_, w)| w == id) {

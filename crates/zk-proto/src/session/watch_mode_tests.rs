@@ -1,7 +1,9 @@
 //! One watch mode per session and path on 3.8 servers (ZOOKEEPER-4466), scripted: a one-shot
 //! watch that a persistent mode covers is armed locally and not asked of the server, a removal
-//! of such watches is sent as a checkWatches, and a `PERSISTENT` watch after a recursive one on
-//! the same path is refused. The same against a real server: `tests/watches_and_sessions.rs`.
+//! of such watches is sent as a checkWatches, and the two persistent kinds are never mixed on
+//! one path. The same against a real server: `tests/watch_modes.rs`. Also:
+//! a removal whose caller timed out, or whose reply body does not decode, still tells the
+//! watchers the server removed.
 
 use jute::*;
 
@@ -308,4 +310,74 @@ fn an_exists_watch_on_a_node_that_is_there_is_set_again_as_a_data_watch() {
     let batch: SetWatches = decode_exact(set_watches[0].1.clone()).expect("decodes");
     assert_eq!(batch.data_watches, Some(vec![Some("/there".to_owned())]));
     assert_eq!(batch.exist_watches, Some(vec![Some("/missing".to_owned())]));
+}
+
+#[test]
+fn a_removal_whose_caller_timed_out_still_tells_the_watchers_it_removed() {
+    // The server removes them all the same: left registered, they would never fire.
+    let mut h = connected();
+    let (data, _) = answered(
+        &mut h,
+        Op::GetData {
+            path: "/n".into(),
+            watch: true,
+        },
+        GetDataResponse {
+            data: None,
+            stat: Stat::default(),
+        },
+    );
+    h.events();
+    let remove = h
+        .session
+        .submit(
+            Op::RemoveWatches {
+                path: "/n".into(),
+                watcher_type: WatcherType::DATA,
+            },
+            Some(h.now + std::time::Duration::from_secs(1)),
+        )
+        .expect("valid");
+    let sent = h.sent();
+    assert_eq!(sent[0].0.op_code, OpCode::REMOVE_WATCHES);
+    h.advance(std::time::Duration::from_secs(2));
+    assert_eq!(replies(&h.events()), [(remove, Err(Error::RequestTimeout))]);
+    h.server_says(frame(ok(sent[0].0.xid, 2), ()));
+    let events = h.events();
+    assert_eq!(fired(&events), [(data, EventType::DATA_WATCH_REMOVED)]);
+    assert!(replies(&events).is_empty());
+    // Nothing is left to fire.
+    h.server_says(notification(EventType::NODE_DATA_CHANGED, "/n"));
+    assert!(fired(&h.events()).is_empty());
+}
+
+#[test]
+fn a_removal_whose_reply_body_does_not_decode_still_tells_the_watchers_it_removed() {
+    // The header said OK: the server removed them (the caller gets the `Protocol` error that
+    // says a call was applied but its reply is unreadable).
+    let mut h = connected();
+    let (data, _) = answered(
+        &mut h,
+        Op::GetData {
+            path: "/n".into(),
+            watch: true,
+        },
+        GetDataResponse {
+            data: None,
+            stat: Stat::default(),
+        },
+    );
+    h.events();
+    let remove = h.submit(Op::RemoveWatches {
+        path: "/n".into(),
+        watcher_type: WatcherType::DATA,
+    });
+    let sent = h.sent();
+    h.server_says(frame(ok(sent[0].0.xid, 2), (1i32, 2i32)));
+    let events = h.events();
+    assert_eq!(fired(&events), [(data, EventType::DATA_WATCH_REMOVED)]);
+    assert!(matches!(
+        replies(&events).as_slice(),
+        [(id, Err(Error::Protocol(_)))] if *id == remove
+    ));
 }
