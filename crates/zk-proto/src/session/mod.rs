@@ -35,7 +35,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use jute::{Encode, EventType, KeeperState, OpCode, Response, WatcherType};
+use jute::{Encode, EventType, KeeperState, OpCode, Response};
 
 pub use config::SessionConfig;
 pub use reconnect::{Backoff, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, HostList};
@@ -47,7 +47,7 @@ pub use watch::WatchKind;
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
 use jute::codes::xid as reserved;
-use modes::{Held, ModeChange, PathModes, ServerModes};
+use modes::{ModeChange, ServerModes};
 use request::{AfterReply, Encoded};
 use sasl::SaslRun;
 use watch::WatchRegistry;
@@ -133,17 +133,6 @@ enum Outgoing {
         id: Option<RequestId>,
         encoded: Encoded,
     },
-}
-
-/// The watcher type of a removal of these kinds (as [`request`] maps types to kinds).
-fn removal_type(kinds: &[WatchKind]) -> WatcherType {
-    match kinds {
-        [WatchKind::Child] => WatcherType::CHILDREN,
-        [WatchKind::Data, WatchKind::Exist] => WatcherType::DATA,
-        [WatchKind::Persistent] => WatcherType::PERSISTENT,
-        [WatchKind::PersistentRecursive] => WatcherType::PERSISTENT_RECURSIVE,
-        _ => WatcherType::ANY,
-    }
 }
 
 #[derive(Debug)]
@@ -336,25 +325,7 @@ impl Session {
             return Err(error);
         }
         let encoded = op.encode(&self.config.chroot)?;
-        if encoded.op_code == OpCode::ADD_WATCH
-            && let AfterReply::Watch(path, kind) = &encoded.after
-        {
-            let (persistent, recursive) = self.persistent_kinds_on(path);
-            let other = match kind {
-                WatchKind::Persistent if recursive => "PERSISTENT_RECURSIVE",
-                WatchKind::PersistentRecursive if persistent => "PERSISTENT",
-                _ => "",
-            };
-            if !other.is_empty() {
-                return Err(Error::InvalidArgument(format!(
-                    "{path} has a {other} watch of this session: a 3.8 server keeps one watch \
-                     mode per session and path (ZOOKEEPER-4466), and the other persistent \
-                     kind would silence it (PERSISTENT ends a recursive watch's events below \
-                     the path, PERSISTENT_RECURSIVE a persistent watch's child-list changes); \
-                     use one kind per path, or another client"
-                )));
-            }
-        }
+        self.refuse_mixed_persistent_kinds(&encoded)?;
         let len = HEADER_LEN + encoded.body.len();
         if len > self.config.max_frame_len {
             return Err(Error::PacketTooLarge {
@@ -543,96 +514,6 @@ impl Session {
                     after: AfterReply::Nothing,
                 },
             ));
-        }
-    }
-
-    /// The persistent kind this session watches `server_path` with, or has asked to
-    /// (confirmed, in flight or queued; a removal on the way is not counted): the other kind
-    /// is refused on the path (see [`modes`]).
-    fn persistent_kinds_on(&self, server_path: &str) -> (bool, bool) {
-        let mut kinds = match self.watches.held(server_path) {
-            Some(Held::Persistent) => (true, false),
-            Some(Held::Recursive) => (false, true),
-            None => (false, false),
-        };
-        let mut asked = |op_code: OpCode, after: &AfterReply| match after {
-            AfterReply::Watch(path, WatchKind::Persistent)
-                if op_code == OpCode::ADD_WATCH && path == server_path =>
-            {
-                kinds.0 = true;
-            }
-            AfterReply::Watch(path, WatchKind::PersistentRecursive)
-                if op_code == OpCode::ADD_WATCH && path == server_path =>
-            {
-                kinds.1 = true;
-            }
-            _ => {}
-        };
-        for sent in &self.pending {
-            asked(sent.op_code, &sent.after);
-        }
-        for (_, queued) in &self.outbox {
-            asked(queued.op_code, &queued.after);
-        }
-        kinds
-    }
-
-    /// The modes the server holds on `server_path` once it has run every request in flight
-    /// (each assumed to succeed): the next request sent runs right after them.
-    fn modes_before_next(&self, server_path: &str) -> PathModes {
-        let mut modes = self.server_modes.get(server_path);
-        for sent in &self.pending {
-            if sent.change.path() == Some(server_path) {
-                modes.apply(&sent.change);
-            }
-        }
-        modes
-    }
-
-    /// How a request goes on the wire, given the modes held on its path (see [`modes`]): its
-    /// op code, whether its watch flag (the body's last byte) is cleared, and what it changes
-    /// in the modes. A one-shot watch that a held mode covers is not asked of the server (the
-    /// watcher is armed all the same, and the held mode's events fire it); a removal of
-    /// one-shot watches that a held mode covers goes as a checkWatches (a removal would take
-    /// the held mode with it; the local watchers are removed on its OK as on a removal's).
-    fn as_sent(&self, encoded: &Encoded) -> (OpCode, bool, ModeChange) {
-        let op_code = encoded.op_code;
-        match (&encoded.after, op_code) {
-            (
-                AfterReply::Watch(path, kind),
-                OpCode::EXISTS | OpCode::GET_DATA | OpCode::GET_CHILDREN | OpCode::GET_CHILDREN2,
-            ) => {
-                let modes = self.modes_before_next(path);
-                let covered = match kind {
-                    WatchKind::Child => modes.children.is_some(),
-                    _ => modes.data.is_some(),
-                };
-                (op_code, covered, ModeChange::None)
-            }
-            (AfterReply::Watch(path, kind), OpCode::ADD_WATCH) => {
-                let held = if *kind == WatchKind::PersistentRecursive {
-                    Held::Recursive
-                } else {
-                    Held::Persistent
-                };
-                (op_code, false, ModeChange::Add(path.clone(), held))
-            }
-            (AfterReply::RemoveWatches(path, kinds), OpCode::REMOVE_WATCHES) => {
-                let watcher_type = removal_type(kinds);
-                let modes = self.modes_before_next(path);
-                let covered = match watcher_type {
-                    WatcherType::DATA => modes.data.is_some(),
-                    WatcherType::CHILDREN => modes.children.is_some(),
-                    _ => false,
-                };
-                if covered {
-                    (OpCode::CHECK_WATCHES, false, ModeChange::None)
-                } else {
-                    let change = ModeChange::Remove(path.clone(), watcher_type);
-                    (op_code, false, change)
-                }
-            }
-            _ => (op_code, false, ModeChange::None),
         }
     }
 

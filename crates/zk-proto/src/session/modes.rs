@@ -18,9 +18,12 @@
 
 use std::collections::HashMap;
 
-use jute::WatcherType;
+use jute::{OpCode, WatcherType};
 
+use super::request::{AfterReply, Encoded};
 use super::watch::WatchRegistry;
+use super::{Session, WatchKind};
+use crate::error::Error;
 
 /// A mode held beyond one-shot watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +122,134 @@ impl ServerModes {
                 (path.to_owned(), modes)
             })
             .collect();
+    }
+}
+
+impl Session {
+    /// Refuses an addWatch of one persistent kind on a path this session watches with the
+    /// other (confirmed, in flight or queued): on a 3.8 server either order silences one.
+    pub(super) fn refuse_mixed_persistent_kinds(&self, encoded: &Encoded) -> Result<(), Error> {
+        if encoded.op_code == OpCode::ADD_WATCH
+            && let AfterReply::Watch(path, kind) = &encoded.after
+        {
+            let (persistent, recursive) = self.persistent_kinds_on(path);
+            let other = match kind {
+                WatchKind::Persistent if recursive => "PERSISTENT_RECURSIVE",
+                WatchKind::PersistentRecursive if persistent => "PERSISTENT",
+                _ => "",
+            };
+            if !other.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "{path} has a {other} watch of this session: a 3.8 server keeps one watch \
+                     mode per session and path (ZOOKEEPER-4466), and the other persistent \
+                     kind would silence it (PERSISTENT ends a recursive watch's events below \
+                     the path, PERSISTENT_RECURSIVE a persistent watch's child-list changes); \
+                     use one kind per path, or another client"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The persistent kind this session watches `server_path` with, or has asked to
+    /// (confirmed, in flight or queued; a removal on the way is not counted): the other kind
+    /// is refused on the path (see the module documentation).
+    fn persistent_kinds_on(&self, server_path: &str) -> (bool, bool) {
+        let mut kinds = match self.watches.held(server_path) {
+            Some(Held::Persistent) => (true, false),
+            Some(Held::Recursive) => (false, true),
+            None => (false, false),
+        };
+        let mut asked = |op_code: OpCode, after: &AfterReply| match after {
+            AfterReply::Watch(path, WatchKind::Persistent)
+                if op_code == OpCode::ADD_WATCH && path == server_path =>
+            {
+                kinds.0 = true;
+            }
+            AfterReply::Watch(path, WatchKind::PersistentRecursive)
+                if op_code == OpCode::ADD_WATCH && path == server_path =>
+            {
+                kinds.1 = true;
+            }
+            _ => {}
+        };
+        for sent in &self.pending {
+            asked(sent.op_code, &sent.after);
+        }
+        for (_, queued) in &self.outbox {
+            asked(queued.op_code, &queued.after);
+        }
+        kinds
+    }
+
+    /// The modes the server holds on `server_path` once it has run every request in flight
+    /// (each assumed to succeed): the next request sent runs right after them.
+    fn modes_before_next(&self, server_path: &str) -> PathModes {
+        let mut modes = self.server_modes.get(server_path);
+        for sent in &self.pending {
+            if sent.change.path() == Some(server_path) {
+                modes.apply(&sent.change);
+            }
+        }
+        modes
+    }
+
+    /// How a request goes on the wire, given the modes held on its path (see the module documentation): its
+    /// op code, whether its watch flag (the body's last byte) is cleared, and what it changes
+    /// in the modes. A one-shot watch that a held mode covers is not asked of the server (the
+    /// watcher is armed all the same, and the held mode's events fire it); a removal of
+    /// one-shot watches that a held mode covers goes as a checkWatches (a removal would take
+    /// the held mode with it; the local watchers are removed on its OK as on a removal's).
+    pub(super) fn as_sent(&self, encoded: &Encoded) -> (OpCode, bool, ModeChange) {
+        let op_code = encoded.op_code;
+        match (&encoded.after, op_code) {
+            (
+                AfterReply::Watch(path, kind),
+                OpCode::EXISTS | OpCode::GET_DATA | OpCode::GET_CHILDREN | OpCode::GET_CHILDREN2,
+            ) => {
+                let modes = self.modes_before_next(path);
+                let covered = match kind {
+                    WatchKind::Child => modes.children.is_some(),
+                    _ => modes.data.is_some(),
+                };
+                (op_code, covered, ModeChange::None)
+            }
+            (AfterReply::Watch(path, kind), OpCode::ADD_WATCH) => {
+                let held = if *kind == WatchKind::PersistentRecursive {
+                    Held::Recursive
+                } else {
+                    Held::Persistent
+                };
+                (op_code, false, ModeChange::Add(path.clone(), held))
+            }
+            (AfterReply::RemoveWatches(path, kinds), OpCode::REMOVE_WATCHES) => {
+                let watcher_type = removal_type(kinds);
+                let modes = self.modes_before_next(path);
+                let covered = match watcher_type {
+                    WatcherType::DATA => modes.data.is_some(),
+                    WatcherType::CHILDREN => modes.children.is_some(),
+                    _ => false,
+                };
+                if covered {
+                    (OpCode::CHECK_WATCHES, false, ModeChange::None)
+                } else {
+                    let change = ModeChange::Remove(path.clone(), watcher_type);
+                    (op_code, false, change)
+                }
+            }
+            _ => (op_code, false, ModeChange::None),
+        }
+    }
+}
+
+/// The watcher type of a removal of these kinds (as `request.rs` maps types to kinds).
+fn removal_type(kinds: &[WatchKind]) -> WatcherType {
+    match kinds {
+        [WatchKind::Child] => WatcherType::CHILDREN,
+        [WatchKind::Data, WatchKind::Exist] => WatcherType::DATA,
+        [WatchKind::Persistent] => WatcherType::PERSISTENT,
+        [WatchKind::PersistentRecursive] => WatcherType::PERSISTENT_RECURSIVE,
+        _ => WatcherType::ANY,
     }
 }
 

@@ -38,6 +38,22 @@ fn answered(h: &mut Harness, op: Op, body: impl Encode) -> (RequestId, (RequestH
     (id, sent)
 }
 
+/// Arms a one-shot data watch on `path` (getData answered OK); returns its id.
+fn data_watch(h: &mut Harness, path: &str) -> RequestId {
+    answered(
+        h,
+        Op::GetData {
+            path: path.into(),
+            watch: true,
+        },
+        GetDataResponse {
+            data: None,
+            stat: Stat::default(),
+        },
+    )
+    .0
+}
+
 fn fired(events: &[SessionEvent]) -> Vec<(RequestId, EventType)> {
     events
         .iter()
@@ -168,17 +184,7 @@ fn a_removal_of_one_shot_watches_under_a_persistent_mode_leaves_that_mode_alone(
         add_watch("/p", AddWatchMode::PERSISTENT),
         ErrorResponse { err: ErrorCode::OK },
     );
-    let (data, _) = answered(
-        &mut h,
-        Op::GetData {
-            path: "/p".into(),
-            watch: true,
-        },
-        GetDataResponse {
-            data: None,
-            stat: Stat::default(),
-        },
-    );
+    let data = data_watch(&mut h, "/p");
     h.events();
     // removeWatches DATA would remove the persistent mode on the server too: a checkWatches
     // goes instead, and its OK removes the one-shot watcher only.
@@ -316,17 +322,7 @@ fn an_exists_watch_on_a_node_that_is_there_is_set_again_as_a_data_watch() {
 fn a_removal_whose_caller_timed_out_still_tells_the_watchers_it_removed() {
     // The server removes them all the same: left registered, they would never fire.
     let mut h = connected();
-    let (data, _) = answered(
-        &mut h,
-        Op::GetData {
-            path: "/n".into(),
-            watch: true,
-        },
-        GetDataResponse {
-            data: None,
-            stat: Stat::default(),
-        },
-    );
+    let data = data_watch(&mut h, "/n");
     h.events();
     let remove = h
         .session
@@ -356,17 +352,7 @@ fn a_removal_whose_reply_body_does_not_decode_still_tells_the_watchers_it_remove
     // The header said OK: the server removed them (the caller gets the `Protocol` error that
     // says a call was applied but its reply is unreadable).
     let mut h = connected();
-    let (data, _) = answered(
-        &mut h,
-        Op::GetData {
-            path: "/n".into(),
-            watch: true,
-        },
-        GetDataResponse {
-            data: None,
-            stat: Stat::default(),
-        },
-    );
+    let data = data_watch(&mut h, "/n");
     h.events();
     let remove = h.submit(Op::RemoveWatches {
         path: "/n".into(),
