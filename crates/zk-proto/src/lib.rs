@@ -49,7 +49,7 @@ mod transport;
 pub use acl::{Acl, ClientInfo, Id};
 pub use client::{
     Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
-    PersistentWatcher,
+    PersistentWatcher, QuorumCheck,
 };
 pub use error::{ConnectFailure, Error, ProtocolError, Result, TlsConfigError, TlsFailure};
 pub use jute;

@@ -40,6 +40,7 @@ pub struct ClientBuilder {
     resume: Option<(i64, Bytes)>,
     rng_seed: Option<u64>,
     renew_expired: bool,
+    quorum_check: bool,
 }
 
 impl Default for ClientBuilder {
@@ -65,6 +66,7 @@ impl Default for ClientBuilder {
             resume: None,
             rng_seed: None,
             renew_expired: session.renew_expired,
+            quorum_check: session.quorum_check,
         }
     }
 }
@@ -225,6 +227,25 @@ impl ClientBuilder {
         self
     }
 
+    /// Runs the quorum check for the whole session (off by default; the recipes turn it on
+    /// while they hold a lock, a leadership, a lease or a cache, through
+    /// [`Client::quorum_check`]).
+    ///
+    /// A follower cut off from its leader goes on answering pings for `syncLimit x
+    /// tickTime` (10 s with the defaults), while the leader expires the session after its
+    /// timeout: without the check, the client stays `Connected` to a server that can no
+    /// longer vouch for it. With it, the session sends a `sync` (which only the leader can
+    /// complete) every `T/16` of the negotiated session timeout `T`, and drops a connection
+    /// whose `sync` is not answered within `T/2`, then reconnects elsewhere. The client so
+    /// learns of the cut before the ensemble can expire the session (with `tickTime <= T/2`,
+    /// the server's default). Cost: `16/T` requests per second on the leader (4 per second
+    /// with a 4 s session). docs/client.md, "The quorum check", derives the bound.
+    #[must_use]
+    pub fn quorum_check(mut self, on: bool) -> Self {
+        self.quorum_check = on;
+        self
+    }
+
     /// Authenticates with SASL on every connection, before any other request (see
     /// [`sasl`](crate::sasl)). `connect` returns once the first exchange succeeded; a refused
     /// authentication ends the session with [`Error::AuthFailed`] (not retried: the same
@@ -344,6 +365,7 @@ impl ClientBuilder {
             sasl: self.sasl,
             resume: self.resume,
             renew_expired: self.renew_expired,
+            quorum_check: self.quorum_check,
             ..SessionConfig::default()
         });
         let (tx, commands) = mpsc::unbounded_channel();

@@ -5,12 +5,14 @@ mod builder;
 mod ensemble;
 mod follow;
 mod options;
+mod quorum;
 #[cfg(feature = "request-timing")]
 mod timing;
 mod watcher;
 
 pub use builder::ClientBuilder;
 pub use options::{CreateOptions, MultiItem, MultiReadItem};
+pub use quorum::QuorumCheck;
 pub use watcher::{OneshotWatcher, PersistentWatcher};
 
 use std::future::Future;

@@ -98,6 +98,9 @@ pub(crate) enum Command {
     },
     /// A persistent watcher was dropped: forget the watches whose consumer is gone.
     WatcherDropped,
+    /// Take (`true`) or release (`false`) one hold of the quorum check
+    /// ([`Session::hold_quorum_check`]).
+    QuorumCheck(bool),
 }
 
 /// What the driver publishes for the handles.
@@ -546,6 +549,8 @@ impl Driver {
             } => {
                 let _ = reply.send(self.session.update_hosts(now, hosts, &chroot, rebalance));
             }
+            Command::QuorumCheck(true) => self.session.hold_quorum_check(),
+            Command::QuorumCheck(false) => self.session.release_quorum_check(),
             Command::WatcherDropped => {
                 let gone: Vec<RequestId> = self
                     .watches

@@ -113,6 +113,8 @@ pub(super) struct Harness {
     pub(super) next_zxid: i64,
     pub(super) xids_used: HashSet<i32>,
     pub(super) report: Report,
+    /// The frame being recorded is one of the session's quorum checks.
+    pub(super) quorum_check_sent: bool,
 }
 
 impl Harness {
@@ -138,6 +140,7 @@ impl Harness {
             next_zxid: 0,
             xids_used: HashSet::new(),
             report: Report::default(),
+            quorum_check_sent: false,
         }
     }
 
@@ -511,6 +514,7 @@ impl Harness {
     pub(super) fn transmit(&mut self, arg: u8) {
         let into = arg & 0x80 != 0;
         for _ in 0..=(arg & 0x0f) {
+            let checks_before = self.session.quorum_checks_sent();
             let frame = if into {
                 // Appended after what the buffer already holds, with its length prefix.
                 let junk = usize::from(arg & 0x70) >> 4;
@@ -540,6 +544,7 @@ impl Harness {
             } else {
                 self.session.poll_transmit(self.now)
             };
+            self.quorum_check_sent = self.session.quorum_checks_sent() > checks_before;
             match frame {
                 Some(frame) => self.sent(frame),
                 None => {
@@ -596,7 +601,20 @@ impl Harness {
                 );
                 assert!(self.xids_used.insert(xid), "xid {xid} reused");
                 self.conn.last_xid = xid;
-                if matches!(header.op_code, OpCode::SET_WATCHES | OpCode::SET_WATCHES2) {
+                if self.quorum_check_sent {
+                    assert!(self.config.quorum_check, "a quorum check while it is off");
+                    assert_eq!(
+                        header.op_code,
+                        OpCode::SYNC,
+                        "a quorum check that is no sync"
+                    );
+                    self.conn.in_flight.push_back(Sent {
+                        xid,
+                        op_code: header.op_code,
+                        id: None,
+                        path: "/".into(),
+                    });
+                } else if matches!(header.op_code, OpCode::SET_WATCHES | OpCode::SET_WATCHES2) {
                     self.set_watches_sent(header.op_code, body);
                     self.conn.in_flight.push_back(Sent {
                         xid,

@@ -261,6 +261,8 @@ fn read_config(input: &mut Input<'_>) -> SessionConfig {
         // The harness renews an expired session before the next action, as the driver does
         // at the end of its turn.
         renew_expired: seed & 1 != 0,
+        // The session's own syncs then run among the fuzzed traffic.
+        quorum_check: seed & 2 != 0,
         backoff: if b & 128 != 0 {
             (Duration::ZERO, Duration::ZERO)
         } else {

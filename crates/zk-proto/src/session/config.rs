@@ -48,6 +48,9 @@ pub struct SessionConfig {
     pub resume: Option<(i64, Bytes)>,
     /// After the session expires, start a new one ([`Session::renew_expired`](super::Session::renew_expired)).
     pub renew_expired: bool,
+    /// Run the quorum check for the whole session, not only while it is held
+    /// ([`Session::hold_quorum_check`](super::Session::hold_quorum_check)).
+    pub quorum_check: bool,
 }
 
 impl Default for SessionConfig {
@@ -69,6 +72,7 @@ impl Default for SessionConfig {
             sasl: None,
             resume: None,
             renew_expired: false,
+            quorum_check: false,
         }
     }
 }

@@ -409,6 +409,7 @@ impl Session {
         self.sasl = None;
         self.ping_queued = false;
         self.pings_in_flight.clear();
+        self.quorum_connection_lost();
         // The closeSession in flight is not failed: a session whose close was sent is
         // closed (or expires) whatever its reply; `finish_close` answers the closer.
         let closer = self.closing.map(|(id, _)| id);

@@ -150,6 +150,8 @@ impl Session {
         }
         if pending.op_code == OpCode::CLOSE_SESSION {
             self.finish_close();
+        } else if pending.after == AfterReply::QuorumCheck {
+            self.quorum_check_answered();
         } else if pending.after == AfterReply::Sasl {
             self.handle_sasl_reply(ErrorCode::OK, None);
         } else if let Some(id) = pending.id {
@@ -169,6 +171,13 @@ impl Session {
         }
         if pending.after == AfterReply::Sasl {
             self.handle_sasl_reply(err, body);
+            return;
+        }
+        if pending.after == AfterReply::QuorumCheck {
+            if let Some(error) = error {
+                tracing::debug!(%error, "quorum check answered with an error");
+            }
+            self.quorum_check_answered();
             return;
         }
         // The watches the server removed are told, also when the caller of the removal is

@@ -11,6 +11,7 @@ mod handshake;
 mod inbound;
 mod inspect;
 mod modes;
+mod quorum;
 mod rebalance;
 mod reconnect;
 mod request;
@@ -22,6 +23,8 @@ mod xid;
 
 #[cfg(test)]
 mod hosts_tests;
+#[cfg(test)]
+mod quorum_tests;
 #[cfg(test)]
 mod renew_tests;
 #[cfg(test)]
@@ -48,6 +51,7 @@ use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
 use jute::codes::xid as reserved;
 use modes::{ModeChange, ServerModes};
+use quorum::QuorumCheck;
 use request::{AfterReply, Encoded};
 use sasl::SaslRun;
 use watch::WatchRegistry;
@@ -229,6 +233,8 @@ pub struct Session {
     sasl: Option<SaslRun>,
     /// The hosts whose attempts failed permanently since the last transient failure.
     permanent_failures: BTreeSet<usize>,
+    /// The quorum check ([`quorum`]): who wants it, and this connection's checks.
+    quorum: QuorumCheck,
 }
 
 const HEADER_LEN: usize = 8;
@@ -252,6 +258,7 @@ impl Session {
         let backoff = Backoff::new(config.backoff.0, config.backoff.1);
         let resume = config.resume.take();
         let resumed = resume.is_some();
+        let quorum = QuorumCheck::new(config.quorum_check);
         Self {
             config,
             timing,
@@ -292,6 +299,7 @@ impl Session {
             sasl: None,
             last_failure: None,
             permanent_failures: BTreeSet::new(),
+            quorum,
         }
     }
 
@@ -451,6 +459,8 @@ impl Session {
                         "nothing heard from the server for the read timeout; reconnecting"
                     );
                     self.lose_connection(now, Error::ConnectionLoss, true);
+                } else if self.quorum_check_timers(now) {
+                    // The connection was dropped: no ping on it.
                 } else if !self.ping_queued
                     && !self.authenticating()
                     && now >= last_send + self.timing.ping_interval
@@ -622,9 +632,12 @@ impl Session {
             Link::Up {
                 last_send,
                 last_recv,
-                ..
+                connected,
             } => {
                 consider(last_recv + self.timing.read_timeout);
+                if let Some(at) = self.quorum_timeout(connected) {
+                    consider(at);
+                }
                 if !self.ping_queued && !self.authenticating() {
                     consider(last_send + self.timing.ping_interval);
                 }
@@ -683,6 +696,9 @@ impl Session {
         buf: &mut BytesMut,
     ) {
         let xid = self.xids.next();
+        if encoded.after == AfterReply::QuorumCheck {
+            self.quorum_check_sent(now);
+        }
         let (op_code, clear_watch_flag, change) = self.as_sent(&encoded);
         let len = HEADER_LEN + encoded.body.len();
         buf.reserve(4 + len);

@@ -246,6 +246,8 @@ pub(crate) enum AfterReply {
     RemoveWatches(String, &'static [WatchKind]),
     /// A SASL token: the reply goes to the connection's SASL exchange.
     Sasl,
+    /// The session's own quorum check (a `sync`): the reply proves the leader is reachable.
+    QuorumCheck,
 }
 
 /// A request checked and encoded, waiting for its xid.

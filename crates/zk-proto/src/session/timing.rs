@@ -27,6 +27,16 @@ use std::time::Duration;
 ///   `T` counts from the send time of the latest request, ping or handshake the server
 ///   answered: the server had heard from the client by then. Not from the last frame
 ///   received: a watch event is sent unprompted and says nothing about the server's clock.
+/// - **quorum check every `T/16`, answered within `T/2`** (only while the check is on): a
+///   follower answers pings itself, also when it is cut off from its leader, while the
+///   leader, no longer told of the session's traffic, expires the session after `T`. A
+///   `sync`, which only the leader can complete, goes out every `T/16`; one still unanswered
+///   `T/2` after it was sent counts as a lost connection. Cut at `c`, the client learns by
+///   `c + T/16 + T/2`, while the leader heard of the session at `c - T/16 - tickTime/2` at
+///   the earliest (the follower reports its clients' traffic every half tick) and cannot
+///   expire it before `c - T/16 - tickTime/2 + T`. With `tickTime <= T/2` (the server's
+///   default `minSessionTimeout` is two ticks) that leaves at least `T/8` (docs/client.md,
+///   "The quorum check").
 ///
 /// [`Expired`]: crate::SessionState::Expired
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +49,11 @@ pub struct Timing {
     pub connect_timeout: Duration,
     /// Report the session expired after this long without any server.
     pub local_expiry: Duration,
+    /// While the quorum check is on: send a `sync` this long after the previous one.
+    pub quorum_interval: Duration,
+    /// While the quorum check is on: drop a connection whose `sync` was not answered within
+    /// this long.
+    pub quorum_bound: Duration,
 }
 
 /// Java's `MAX_SEND_PING_INTERVAL`: never stay silent longer than this.
@@ -53,6 +68,8 @@ impl Timing {
             ping_interval: (session_timeout / 3).min(MAX_PING_INTERVAL),
             connect_timeout: session_timeout / hosts.max(3),
             local_expiry: session_timeout,
+            quorum_interval: session_timeout / 16,
+            quorum_bound: session_timeout / 2,
         }
     }
 }
@@ -76,6 +93,22 @@ mod tests {
         assert_eq!(Timing::new(t, 1).connect_timeout, Duration::from_secs(10));
         assert_eq!(Timing::new(t, 2).connect_timeout, Duration::from_secs(10));
         assert_eq!(Timing::new(t, 5).connect_timeout, Duration::from_secs(6));
+    }
+
+    /// The bound of docs/client.md: a check sent at most `Q` after the cut and given up `B`
+    /// after it is sent is noticed before the ensemble can expire the session, whose last
+    /// report reached the leader no earlier than `Q + tickTime/2` before the cut:
+    /// `2Q + B + tickTime/2 < T` for every `tickTime <= T/2`, with `T/8` to spare.
+    #[test]
+    fn a_cut_off_follower_is_noticed_before_the_session_can_expire() {
+        for millis in [4_000, 6_000, 12_000, 30_000, 40_000] {
+            let t = Duration::from_millis(millis);
+            let timing = Timing::new(t, 3);
+            let half_tick = t / 4;
+            let learned = 2 * timing.quorum_interval + timing.quorum_bound + half_tick;
+            assert!(learned + t / 8 <= t, "{t:?}: learned after {learned:?}");
+            assert!(timing.quorum_bound < timing.read_timeout);
+        }
     }
 
     #[test]
