@@ -160,22 +160,36 @@ impl Leadership {
 struct Reporter {
     tx: watch::Sender<bool>,
     end: Arc<Mutex<Option<Error>>>,
+    /// The candidate's client (`None` in unit tests, which have no server).
+    client: Option<Client>,
+    /// The session's quorum check, held while leading: a server cut off from the leader is
+    /// left before the ensemble could expire the session and elect another candidate.
+    quorum: Mutex<Option<zk_proto::QuorumCheck>>,
 }
 
 impl Reporter {
-    fn new() -> (Reporter, Leadership) {
+    fn new(client: Option<&Client>) -> (Reporter, Leadership) {
         let (tx, rx) = watch::channel(false);
         let end = Arc::new(Mutex::new(None));
         (
             Reporter {
                 tx,
                 end: end.clone(),
+                client: client.cloned(),
+                quorum: Mutex::new(None),
             },
             Leadership { rx, end },
         )
     }
 
     fn set(&self, leading: bool) {
+        if let (Some(client), Ok(mut quorum)) = (&self.client, self.quorum.lock()) {
+            match (leading, quorum.is_some()) {
+                (true, false) => *quorum = Some(client.quorum_check()),
+                (false, true) => *quorum = None,
+                _ => {}
+            }
+        }
         self.tx.send_if_modified(|current| {
             let changed = *current != leading;
             *current = leading;
@@ -491,7 +505,7 @@ mod tests {
 
     #[test]
     fn an_ended_leadership_tells_why() {
-        let (reporter, leadership) = Reporter::new();
+        let (reporter, leadership) = Reporter::new(None);
         reporter.set(true);
         assert!(leadership.is_leader());
         reporter.end(Error::SessionExpired);

@@ -1,5 +1,6 @@
 //! `watch [-R] [--count N] PATH`: a persistent (recursive) watch, one line or JSON object per
-//! event, until interrupted.
+//! event, until interrupted. The session's quorum check runs meanwhile, so that a server cut
+//! off from the leader (which would silently stop reporting changes) is left and said.
 
 use zk_proto::{AddWatchMode, Client, EventType, KeeperState};
 
@@ -18,6 +19,9 @@ pub(super) async fn watch(
     out: Output,
 ) -> Outcome {
     let mut signals = Signals::new()?;
+    // A server cut off from the leader stops getting changes: the check leaves it within half
+    // the session timeout, and the watcher hears "connection lost".
+    let _quorum = client.quorum_check();
     let mode = if recursive {
         AddWatchMode::PERSISTENT_RECURSIVE
     } else {

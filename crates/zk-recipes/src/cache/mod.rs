@@ -187,6 +187,7 @@ impl TreeCacheBuilder {
             self.filter.clone(),
         );
         let (syncs, sync_requests) = mpsc::unbounded_channel();
+        let quorum = self.client.quorum_check();
         let task = sync::Task::new(
             self.client,
             scope,
@@ -205,6 +206,7 @@ impl TreeCacheBuilder {
             syncs,
             root: self.root,
             task: handle.abort_handle(),
+            _quorum: quorum,
         }
     }
 }
@@ -265,6 +267,9 @@ pub struct TreeCache {
     syncs: mpsc::UnboundedSender<sync::SyncWaiter>,
     root: String,
     task: AbortHandle,
+    /// The session's quorum check, held while the cache lives: it never serves data from a
+    /// server cut off from the leader for longer than the check's bound.
+    _quorum: zk_proto::QuorumCheck,
 }
 
 impl TreeCache {

@@ -45,7 +45,7 @@ impl LeaderLatch {
     /// candidate id `id` (the node's data, as Curator's participant id). Must be called
     /// within a tokio runtime.
     pub fn start(client: &Client, path: &str, id: impl Into<Bytes>) -> LeaderLatch {
-        let (reporter, leadership) = Reporter::new();
+        let (reporter, leadership) = Reporter::new(Some(client));
         let attempt = attempt_id();
         let driver = Driver {
             session: Session::new(client.clone()),

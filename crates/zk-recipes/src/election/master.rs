@@ -51,7 +51,7 @@ impl MasterElectionBuilder {
 
     /// Joins the election. Must be called within a tokio runtime.
     pub fn start(self, client: &Client) -> MasterElection {
-        let (reporter, leadership) = Reporter::new();
+        let (reporter, leadership) = Reporter::new(Some(client));
         let driver = Driver {
             session: Session::new(client.clone()),
             path: self.path,

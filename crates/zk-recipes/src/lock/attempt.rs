@@ -416,6 +416,7 @@ impl Queue {
             session: own.session,
             states: self.client.state_watcher(),
             owner: None,
+            _quorum: self.client.quorum_check(),
         }
     }
 }

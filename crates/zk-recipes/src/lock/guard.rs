@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use zk_proto::{Client, SessionState};
+use zk_proto::{Client, QuorumCheck, SessionState};
 
 use super::reentrant::Owner;
 use crate::cleanup::withdraw;
@@ -75,6 +75,9 @@ pub struct LockGuard {
     pub(super) states: watch::Receiver<SessionState>,
     /// The owner of a re-entrant lock, whose count of holds this guard is one of.
     pub(super) owner: Option<Arc<Owner>>,
+    /// The session's quorum check, held while the lock is: a server cut off from the leader
+    /// is left before the ensemble could expire the session and grant the lock to another.
+    pub(super) _quorum: QuorumCheck,
 }
 
 impl LockGuard {
