@@ -15,6 +15,9 @@
 //! - [`kdc`]: a local MIT Kerberos KDC on 127.0.0.1 with a throw-away realm, servers that
 //!   authenticate with Kerberos, and the runner of the Kerberos test processes.
 //! - [`java`]: small Java programs run from tests (the ZooKeeper Java client, Apache Curator).
+//! - [`partition`]: real network partitions between the servers of an ensemble, each server in a
+//!   Linux network namespace of its own on a private bridge, cut with nftables (needs root; a
+//!   bed that the machine does not allow is skipped with one line).
 //! - `client` (feature `client`, which adds a dependency on `zk-proto`): the helpers the async
 //!   integration tests of the workspace share: servers started off the runtime's threads,
 //!   bounded connects, `within`/`eventually`/`wait_for_state` and the other bounded waits, a
@@ -121,6 +124,7 @@ mod install;
 pub mod java;
 pub mod kdc;
 mod options;
+pub mod partition;
 mod ports;
 mod process;
 mod sasl;
