@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/install-curator.sh
 scripts/install-kerberos.sh
+scripts/install-partition.sh
 cargo test --workspace --locked "$@"
 # The `kerberos` feature is off in the workspace run: its tests are a target of their own.
 cargo test -p zk-proto --features kerberos --locked --test kerberos
