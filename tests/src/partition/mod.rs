@@ -496,6 +496,49 @@ impl PartitionBed {
         Ok(ensemble::sole_leader(&modes).unwrap_or_default())
     }
 
+    /// Moves the leadership to server `target` (a 3-server bed), by killing and restarting
+    /// servers, and waits until every server serves again with `target` leading. Returns the
+    /// servers that led on the way.
+    ///
+    /// ZooKeeper elects the vote with the highest epoch, then zxid, then id. Killing the leader
+    /// `L` makes the higher-id of the other two lead; if that is not `target` but `X`, killing `X`
+    /// and restarting `L` leaves `target`, which followed `X` into a newer epoch than `L` saw, to
+    /// win against `L`. Then every stopped server is restarted as a follower.
+    ///
+    /// # Panics
+    /// When the bed does not have exactly 3 servers.
+    pub fn make_leader(&self, target: usize) -> Result<Vec<usize>> {
+        assert_eq!(self.servers.len(), 3, "make_leader needs a 3-server bed");
+        let mut led = Vec::new();
+        for _ in 0..3 {
+            let leader = self.wait_for_quorum()?;
+            led.push(leader);
+            if leader == target {
+                return Ok(led);
+            }
+            self.kill_server(leader);
+            let next = self.leader()?;
+            if next != target {
+                led.push(next);
+                self.kill_server(next);
+                self.restart_server(leader)?;
+                self.restart_server(next)?;
+            } else {
+                self.restart_server(leader)?;
+            }
+        }
+        let leader = self.wait_for_quorum()?;
+        led.push(leader);
+        if leader == target {
+            Ok(led)
+        } else {
+            Err(Error::Timeout {
+                what: format!("server {target} to lead"),
+                last_seen: format!("the leaders were {led:?}"),
+            })
+        }
+    }
+
     // ----- faults: the network -----
 
     fn node_ip(&self, node: Node<'_>) -> Ipv4Addr {
