@@ -39,7 +39,9 @@ const LIMIT: Duration = Duration::from_secs(30);
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A random pause of up to a second before the cut, so that the cut falls anywhere in the
@@ -64,7 +66,9 @@ impl Scene {
     fn start() -> Option<Scene> {
         let bed = started(PartitionBed::start(3))?;
         let holder = bed.client_namespace("holder").expect("holder namespace");
-        let contender = bed.client_namespace("contender").expect("contender namespace");
+        let contender = bed
+            .client_namespace("contender")
+            .expect("contender namespace");
         Some(Scene {
             holder_rt: holder.runtime().expect("holder runtime"),
             contender_rt: contender.runtime().expect("contender runtime"),
@@ -274,8 +278,7 @@ fn cached_number(cache: &TreeCache, path: &str) -> Option<usize> {
 /// read timeout: measured from the first write it missed, which the writer stamped when the
 /// ensemble confirmed it.
 #[test]
-fn a_tree_cache_behind_a_cut_off_follower_says_so_before_its_data_is_older_than_the_read_timeout()
-{
+fn a_tree_cache_behind_a_cut_off_follower_says_so_before_its_data_is_older_than_the_read_timeout() {
     let _serial = serial();
     let Some(scene) = Scene::start() else { return };
     for leader in scene.leaders() {
@@ -307,8 +310,12 @@ fn a_tree_cache_behind_a_cut_off_follower_says_so_before_its_data_is_older_than_
         let confirmed: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(vec![Instant::now()]));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writing = scene.contender_rt.spawn({
-            let (writer, value, confirmed, stop) =
-                (writer.clone(), value.clone(), confirmed.clone(), stop.clone());
+            let (writer, value, confirmed, stop) = (
+                writer.clone(),
+                value.clone(),
+                confirmed.clone(),
+                stop.clone(),
+            );
             async move {
                 let mut n = 0u64;
                 while !stop.load(std::sync::atomic::Ordering::SeqCst) {
@@ -411,10 +418,18 @@ fn only_the_client_with_the_quorum_check_leaves_a_cut_off_follower_before_its_se
     let checked_deleted = deletions.pop().expect("two");
 
     let cut = scene.cut(follower);
-    let checked_deleted =
-        on(&scene.contender_rt, "the checked node deleted", checked_deleted).expect("task");
-    let unchecked_deleted =
-        on(&scene.contender_rt, "the unchecked node deleted", unchecked_deleted).expect("task");
+    let checked_deleted = on(
+        &scene.contender_rt,
+        "the checked node deleted",
+        checked_deleted,
+    )
+    .expect("task");
+    let unchecked_deleted = on(
+        &scene.contender_rt,
+        "the unchecked node deleted",
+        unchecked_deleted,
+    )
+    .expect("task");
     let left = |log: &StateLog| {
         log.first(SessionState::Disconnected)
             .map(tokio::time::Instant::into_std)
