@@ -7,7 +7,7 @@
 //! - `commands`: one module per family of commands, and the dispatch;
 //! - `connect`: the session from the global options;
 //! - `supervise`: running a command under a lock or leadership (a pure state machine and
-//!   its runner);
+//!   its runner); `tether`: the command killed by the kernel when rzk dies;
 //! - `output`: everything printed on standard output, as text or JSON;
 //! - `exit`: exit statuses and failures; `paths`, `spec`: checking and parsing the input.
 
@@ -28,9 +28,13 @@ mod output;
 mod paths;
 mod spec;
 mod supervise;
+mod tether;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    if let Some(code) = tether::exec_if_tethered() {
+        return code;
+    }
     ExitCode::from(commands::run(cli::Cli::parse_args()))
 }

@@ -19,7 +19,7 @@ use std::future::Future;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process};
+use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::{OnLoss, Supervision};
@@ -318,18 +318,31 @@ pub(crate) async fn supervise(
         return Err(Failure::usage("no command given (put it after --)"));
     };
     let shown = command_line(job.command);
-    let mut child = tokio::process::Command::new(program)
+    // Tied to rzk's life by the kernel (`tether`), unless rzk cannot start itself.
+    let (program, args) =
+        crate::tether::tethered(job.command).unwrap_or_else(|| (program.clone(), args.to_vec()));
+    // In a process group of its own, so that rzk's stops reach what it starts too; except in
+    // the foreground of a terminal, where it must stay in rzk's group to read the terminal
+    // and to get Ctrl-C from it.
+    let own_group = !in_terminal_foreground();
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(args)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| {
-            let class = match e.kind() {
-                std::io::ErrorKind::NotFound => ExitClass::CommandNotFound,
-                _ => ExitClass::CannotExecute,
-            };
-            Failure::new(class, format!("cannot run {shown}: {e}"))
-        })?;
+        .kill_on_drop(true);
+    for secret in SECRET_VARIABLES {
+        command.env_remove(secret);
+    }
+    if own_group {
+        command.process_group(0);
+    }
+    let mut child = command.spawn().map_err(|e| {
+        let class = match e.kind() {
+            std::io::ErrorKind::NotFound => ExitClass::CommandNotFound,
+            _ => ExitClass::CannotExecute,
+        };
+        Failure::new(class, format!("cannot run {shown}: {e}"))
+    })?;
     if job.verbose {
         say!("started {shown} (pid {})", child.id().unwrap_or_default());
     }
@@ -366,17 +379,16 @@ pub(crate) async fn supervise(
                     if job.verbose {
                         say!("passing {} on to the command", signal_name(signal.as_raw()));
                     }
-                    send(&child, signal);
+                    send(&child, signal, own_group);
                 }
                 Action::Terminate => {
-                    send(&child, Signal::TERM);
+                    send(&child, Signal::TERM, own_group);
                     if let Policy::Stop { grace: period } = job.policy {
                         grace = Some(Box::pin(tokio::time::sleep(period)));
                     }
                 }
                 Action::Kill => {
-                    // Fails only when it has exited meanwhile, which the next wait reports.
-                    let _ = child.start_kill();
+                    send(&child, Signal::KILL, own_group);
                 }
                 Action::Warn(message) => say!("{message}"),
                 Action::Done(ended) => {
@@ -400,17 +412,23 @@ fn in_terminal_foreground() -> bool {
         .is_ok_and(|foreground| foreground == rustix::process::getpgrp())
 }
 
-/// Sends `signal` to the child if it has not been reaped (its pid is then still its own).
-fn send(child: &tokio::process::Child, signal: Signal) {
+/// Sends `signal` to the child if it has not been reaped (its pid is then still its own), and
+/// with `group` to its whole process group (the child leads it).
+fn send(child: &tokio::process::Child, signal: Signal, group: bool) {
     let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .and_then(Pid::from_raw);
     if let Some(pid) = pid {
         // ESRCH: it exited meanwhile; the wait reports it.
-        let _ = kill_process(pid, signal);
+        if !group || kill_process_group(pid, signal).is_err() {
+            let _ = kill_process(pid, signal);
+        }
     }
 }
+
+/// rzk's own variables that carry secrets (credentials): never passed on to the command.
+const SECRET_VARIABLES: [&str; 2] = ["RZK_AUTH", "RZK_SASL"];
 
 #[cfg(test)]
 mod tests {

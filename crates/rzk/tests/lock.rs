@@ -526,3 +526,120 @@ async fn with_on_loss_warn_the_command_keeps_running_and_its_status_is_rzks() {
     assert_eq!(lines(&log), ["start", "end"]);
     drop(run);
 }
+
+/// Whether process `pid` runs (a zombie waiting for its reaper counts as gone: it runs
+/// nothing).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.get(stat.rfind(')')? + 2..)?.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
+/// `kill -9` of a supervising rzk ends its command at once (the kernel's death signal), every
+/// time, and the next holder, which gets the lock once the dead rzk's session expires, never
+/// runs beside it. 20 rounds, each with a fresh pair.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_rzk_takes_its_command_with_it_before_the_next_holder_starts() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let zk = server.connect_string();
+    let client = connect(&zk).await;
+    let dir = scratch("killed");
+    for round in 0..20 {
+        let log = dir.join(format!("log{round}"));
+        let pid_file = dir.join(format!("pid{round}"));
+        // The command writes its pid, then becomes `sleep` (same pid).
+        let first_script = format!("echo $$ > '{}'; exec sleep 60", pid_file.display());
+        let mut first = command(
+            &zk,
+            &[
+                "lock",
+                "--session-timeout",
+                "1s",
+                "/k",
+                "--",
+                "sh",
+                "-c",
+                &first_script,
+            ],
+        )
+        .spawn()
+        .expect("start the first");
+        let pid = within("the command's pid", LIMIT, async {
+            loop {
+                let read = std::fs::read_to_string(&pid_file).unwrap_or_default();
+                if let Ok(pid) = read.trim().parse::<u32>() {
+                    return pid;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(running(pid));
+        let second = command(
+            &zk,
+            &[
+                "lock",
+                "--session-timeout",
+                "1s",
+                "/k",
+                "--",
+                "sh",
+                "-c",
+                &append(&log, "2 start"),
+            ],
+        )
+        .spawn()
+        .expect("start the second");
+        wait_children(&client, "/k", LIMIT, "the second in line", |c| c.len() == 2).await;
+
+        let killed = tokio::time::Instant::now();
+        first.start_kill().expect("kill -9 rzk");
+        first.wait().await.expect("rzk reaped");
+        let gone = within("the command gone", LIMIT, async {
+            while running(pid) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            killed.elapsed()
+        })
+        .await;
+        assert!(
+            gone <= Duration::from_millis(100),
+            "round {round}: the command ran {gone:?} after rzk was killed"
+        );
+        assert!(
+            lines(&log).is_empty(),
+            "round {round}: the second started too early"
+        );
+        finish(second, &["second"]).await.expect(0, "the second");
+        assert_eq!(lines(&log), ["2 start"]);
+    }
+    assert!(children(&client, "/k").await.is_empty());
+}
+
+/// rzk's secret variables (`RZK_AUTH`, `RZK_SASL`) are used by rzk and never reach the
+/// command; its own (`RZK_LOCK_PATH`, ...) and the rest of the environment do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_does_not_get_rzks_secret_variables() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let zk = server.connect_string();
+    let dir = scratch("secrets");
+    let env_file = dir.join("env");
+    let script = format!("env > '{}'", env_file.display());
+    let run = command(&zk, &["lock", "/s", "--", "sh", "-c", &script])
+        .env("RZK_AUTH", "digest:someone:very-secret")
+        .env("RZK_TEST_VISIBLE", "yes")
+        .spawn()
+        .expect("start");
+    finish(run, &["lock"]).await.expect(0, "lock");
+    let env = std::fs::read_to_string(&env_file).expect("the command's environment");
+    assert!(!env.contains("very-secret"), "{env}");
+    assert!(!env.contains("RZK_AUTH"), "{env}");
+    assert!(env.contains("RZK_TEST_VISIBLE=yes"), "{env}");
+    assert!(env.contains("RZK_LOCK_PATH=/s"), "{env}");
+}
