@@ -115,6 +115,10 @@ pub(super) struct Harness {
     pub(super) report: Report,
     /// The frame being recorded is one of the session's quorum checks.
     pub(super) quorum_check_sent: bool,
+    /// A connection was ready (handshake accepted) when the step began: its loss is owed to
+    /// the persistent watchers, whether or not the state changes (a move the client makes
+    /// itself keeps `Connected`).
+    pub(super) ready_before: bool,
 }
 
 impl Harness {
@@ -141,6 +145,7 @@ impl Harness {
             xids_used: HashSet::new(),
             report: Report::default(),
             quorum_check_sent: false,
+            ready_before: false,
         }
     }
 
@@ -152,6 +157,7 @@ impl Harness {
             .filter_map(|sent| sent.id)
             .collect();
         in_flight.extend(self.conn.auth_queue.iter().flatten());
+        self.ready_before = self.conn.phase == Phase::Up;
         self.checker.begin(self.now, in_flight);
     }
 

@@ -133,6 +133,7 @@ impl Session {
             return;
         }
         let was_linked = !matches!(self.link, Link::Down { .. });
+        self.moving = None;
         self.link = Link::Down { retry_at: None };
         self.control.clear();
         self.sasl = None;

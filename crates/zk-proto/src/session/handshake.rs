@@ -143,7 +143,7 @@ impl Session {
     /// is dialed next, at once.
     pub fn reconnect_to(&mut self, now: Instant, index: usize) {
         if matches!(self.link, Link::Up { .. }) {
-            self.lose_connection(now, Error::ConnectionLoss, true);
+            self.move_away(now);
             self.hosts.prefer(index);
             if let Link::Down { retry_at } = &mut self.link {
                 *retry_at = None;
@@ -217,7 +217,8 @@ impl Session {
         tracing::info!(hosts = self.config.hosts.len(), moving, "new host list");
         if moving {
             match self.link {
-                Link::Up { .. } | Link::Handshaking { .. } => {
+                Link::Up { .. } => self.move_away(now),
+                Link::Handshaking { .. } => {
                     self.lose_connection(now, Error::ConnectionLoss, true);
                 }
                 // The attempt in progress is abandoned (the driver drops it).
@@ -342,6 +343,7 @@ impl Session {
                 },
             });
         }
+        self.moving = None;
         self.set_state(if read_only {
             SessionState::ConnectedReadOnly
         } else {
@@ -382,6 +384,21 @@ impl Session {
         self.lose_connection_with(now, cause, true, Some(failure));
     }
 
+    /// The client drops its healthy connection itself to move the session to another server:
+    /// as a lost connection (requests in flight fail with ConnectionLoss, persistent watchers
+    /// are told), but the state stays `Connected` for the move's grace
+    /// ([`Timing::move_grace`]), so that what watches the state (a lock's validity, a
+    /// leadership, a supervised command) does not take a move for a loss.
+    fn move_away(&mut self, now: Instant) {
+        let until = self
+            .last_answered_send
+            .map(|sent| sent + self.timing.move_grace);
+        if self.state == SessionState::Connected && self.closing.is_none() {
+            self.moving = until.filter(|until| *until > now);
+        }
+        self.lose_connection(now, Error::ConnectionLoss, true);
+    }
+
     /// The connection is gone: everything in flight fails with ConnectionLoss (it may or
     /// may not have been applied); queued requests wait for the next connection, which the
     /// backoff schedules.
@@ -396,6 +413,8 @@ impl Session {
         tell_driver: bool,
         failure: Option<ConnectFailure>,
     ) {
+        // Ready: established, and past SASL (the state and the markers were told then).
+        let was_ready = matches!(self.link, Link::Up { .. }) && !self.authenticating();
         let (lasted, failure) = match self.link {
             Link::Up { connected, .. } => (Some(now.saturating_duration_since(connected)), None),
             Link::Handshaking { .. } => (
@@ -429,8 +448,12 @@ impl Session {
         if self.closing.is_some() {
             self.finish_close();
             return;
-        } else if self.state.is_connected() {
-            self.set_state(SessionState::Disconnected);
+        } else if self.state.is_connected() && was_ready {
+            // During a move the state stays until the grace is over; the persistent watchers
+            // are told of the connection all the same: changes may be missed until the next.
+            if self.moving.is_none() {
+                self.set_state(SessionState::Disconnected);
+            }
             self.tell_persistent_watchers(KeeperState::DISCONNECTED);
         }
         self.attempt_ended(now, lasted, failure);

@@ -24,6 +24,8 @@ mod xid;
 #[cfg(test)]
 mod hosts_tests;
 #[cfg(test)]
+mod move_tests;
+#[cfg(test)]
 mod quorum_tests;
 #[cfg(test)]
 mod renew_tests;
@@ -235,6 +237,10 @@ pub struct Session {
     permanent_failures: BTreeSet<usize>,
     /// The quorum check ([`quorum`]): who wants it, and this connection's checks.
     quorum: QuorumCheck,
+    /// A move the client made itself is under way: the state stays `Connected` until the
+    /// session is established on the new server or this instant passes
+    /// ([`Timing::move_grace`]).
+    moving: Option<Instant>,
 }
 
 const HEADER_LEN: usize = 8;
@@ -300,6 +306,7 @@ impl Session {
             last_failure: None,
             permanent_failures: BTreeSet::new(),
             quorum,
+            moving: None,
         }
     }
 
@@ -483,6 +490,16 @@ impl Session {
             }
             _ => {}
         }
+        if let Some(until) = self.moving
+            && now >= until
+        {
+            tracing::info!(
+                session_id = format_args!("{:#x}", self.session_id),
+                "the move to another server takes too long: disconnected"
+            );
+            self.moving = None;
+            self.set_state(SessionState::Disconnected);
+        }
         if !matches!(self.link, Link::Up { .. })
             && let Some(expiry) = self.local_expiry()
             && now >= expiry
@@ -661,6 +678,9 @@ impl Session {
             && let Some(expiry) = self.local_expiry()
         {
             consider(expiry);
+        }
+        if let Some(until) = self.moving {
+            consider(until);
         }
         next
     }

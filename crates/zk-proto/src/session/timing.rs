@@ -37,6 +37,14 @@ use std::time::Duration;
 ///   expire it before `c - T/16 - tickTime/2 + T`. With `tickTime <= T/2` (the server's
 ///   default `minSessionTimeout` is two ticks) that leaves at least `T/8` (docs/client.md,
 ///   "The quorum check").
+/// - **a move's grace `T/3`** after the send time of the latest request the server answered:
+///   when the client drops a healthy connection itself to move the session (a rebalance, its
+///   server removed from the list, a read/write server found), the state stays `Connected`
+///   until then, and turns `Disconnected` only if the session is not established on the new
+///   server by then. The ensemble cannot expire the session before `T - tickTime/2 - T/3`
+///   after that send (an idle client pings every `T/3`; a follower reports its clients to the
+///   leader every half tick), at least `5T/12` with `tickTime <= T/2`: the grace ends `T/12`
+///   before, and `T/3 + 5T/16` before with the quorum check on.
 ///
 /// [`Expired`]: crate::SessionState::Expired
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +62,9 @@ pub struct Timing {
     /// While the quorum check is on: drop a connection whose `sync` was not answered within
     /// this long.
     pub quorum_bound: Duration,
+    /// A move the client makes itself keeps the state `Connected` until this long after the
+    /// send time of the latest answered request.
+    pub move_grace: Duration,
 }
 
 /// Java's `MAX_SEND_PING_INTERVAL`: never stay silent longer than this.
@@ -70,6 +81,7 @@ impl Timing {
             local_expiry: session_timeout,
             quorum_interval: session_timeout / 16,
             quorum_bound: session_timeout / 2,
+            move_grace: session_timeout / 3,
         }
     }
 }
