@@ -369,7 +369,7 @@ pub(crate) fn locks_lines(locks: &LocksJson) -> Vec<String> {
     )];
     for c in &locks.contenders {
         let mut line = format!(
-            "{:>3}  {:<9}  session {:<20}  czxid {:#x}  {}",
+            "{:>3}  {:<9}  session {:<20}  token {:<12}  {}",
             c.position,
             c.role,
             c.session_id.as_deref().unwrap_or("-"),
@@ -487,7 +487,10 @@ mod tests {
         assert_eq!(lines[0], "/l (mutex): 1 contender");
         assert!(lines[1].contains("holder"));
         assert!(lines[1].contains("session 0x1"));
-        assert!(lines[1].contains("czxid 0x10"));
+        assert!(
+            lines[1].contains("token 16 "),
+            "decimal, as RZK_FENCING_TOKEN"
+        );
         assert!(lines[1].ends_with("_c_x-lock-0000000000"));
         let free = LocksJson {
             path: "/l".into(),

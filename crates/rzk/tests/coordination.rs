@@ -271,3 +271,65 @@ async fn bench_prints_its_help_and_measures_a_server() {
         run.stdout
     );
 }
+
+/// Each leader's command gets `RZK_FENCING_TOKEN`, and it grows from one leader to the next,
+/// also when the first stands again; `rzk locks` shows the same number for the leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_leader_gets_a_larger_fencing_token() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let zk = server.connect_string();
+    let client = connect(&zk).await;
+    let dir = scratch("leader-token");
+    let log = dir.join("log");
+    let script = |name: &str| {
+        until_terminated(
+            &log,
+            &format!("{name} start $RZK_FENCING_TOKEN"),
+            &format!("{name} stopped"),
+        )
+    };
+    let first = command(&zk, &["leader", "/e", "--", "sh", "-c", &script("1")])
+        .spawn()
+        .expect("start the first");
+    wait_lines(&log, LIMIT, "the first leads", |l| l.len() == 1).await;
+    let second = command(&zk, &["leader", "/e", "--", "sh", "-c", &script("2")])
+        .spawn()
+        .expect("start the second");
+    wait_children(&client, "/e", LIMIT, "the second stands", |c| c.len() == 2).await;
+    let locks = rzk(&zk, &["locks", "/e"]).await.expect(0, "locks");
+    let first_token = token_of(&lines(&log)[0]);
+    assert!(
+        locks.stdout.contains(&format!("token {first_token} ")),
+        "{}",
+        locks.stdout
+    );
+    signal(&first, "TERM");
+    finish(first, &["first"]).await.expect(0, "the first");
+    wait_lines(&log, LIMIT, "the second leads", |l| l.len() == 3).await;
+    signal(&second, "TERM");
+    finish(second, &["second"]).await.expect(0, "the second");
+    let third = command(&zk, &["leader", "/e", "--", "sh", "-c", &script("3")])
+        .spawn()
+        .expect("start the third");
+    wait_lines(&log, LIMIT, "the third leads", |l| l.len() == 5).await;
+    signal(&third, "TERM");
+    finish(third, &["third"]).await.expect(0, "the third");
+    let log = lines(&log);
+    let tokens: Vec<i64> = [&log[0], &log[2], &log[4]]
+        .iter()
+        .map(|l| token_of(l))
+        .collect();
+    assert!(
+        tokens[0] > 0 && tokens[0] < tokens[1] && tokens[1] < tokens[2],
+        "{log:?}"
+    );
+}
+
+/// The fencing token a log line `<who> start <token>` carries.
+fn token_of(line: &str) -> i64 {
+    line.rsplit(' ')
+        .next()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no token in {line:?}"))
+}

@@ -361,9 +361,17 @@ async fn the_command_is_stopped_when_the_session_is_lost_before_another_holder_s
     let contender = contender_in_line(&client, &log, |_| "2 acquired".to_owned()).await;
 
     // rzk's connection goes silent: it stops the command when it gives the connection up,
-    // before the server expires its session and hands the lock over.
+    // before the server expires its session and hands the lock over; then it exits at once,
+    // without waiting for a server to release the node (the session's end does).
     proxy.freeze();
+    wait_lines(&log, LIMIT, "the command stopped", |l| l.len() == 2).await;
+    let stopped = tokio::time::Instant::now();
     let run = finish(rzk_lock, &["lock"]).await.expect(7, "lost");
+    let exited_after = stopped.elapsed();
+    assert!(
+        exited_after < Duration::from_secs(1),
+        "rzk exited {exited_after:?} after its command was stopped"
+    );
     assert!(
         run.stderr.contains("the lock /l is suspended"),
         "{}",

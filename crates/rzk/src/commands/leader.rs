@@ -86,14 +86,24 @@ async fn stand(
             Err(zk_recipes::Error::Zk(zk_proto::Error::SessionExpired)) => break Round::NewSession,
             Err(e) => break Round::Exit(Err(Failure::recipe(&format!("leader {path}"), &e))),
         }
+        // The leadership's fencing token: our node's czxid, which grows from one leader to
+        // the next. No node any more: the leadership is already gone; look again.
+        let token = match latch.fencing_token().await {
+            Ok(Some(token)) if latch.is_leader() => token,
+            Ok(_) => continue,
+            Err(zk_recipes::Error::Zk(zk_proto::Error::SessionExpired)) => break Round::NewSession,
+            Err(zk_recipes::Error::Zk(e)) if e.is_retryable() => continue,
+            Err(e) => break Round::Exit(Err(Failure::recipe(&format!("leader {path}"), &e))),
+        };
         if out.verbose {
-            say!("leading {path} as {id}");
+            say!("leading {path} as {id} (fencing token {token})");
         }
         let job = Job {
             command: &args.command,
             env: vec![
                 ("RZK_LEADER_PATH".into(), path.clone()),
                 ("RZK_LEADER_ID".into(), id.to_owned()),
+                ("RZK_FENCING_TOKEN".into(), token.to_string()),
                 ("RZK_SESSION_ID".into(), session_hex(client.session_id())),
             ],
             policy: Policy::from(&args.supervision),
@@ -107,8 +117,12 @@ async fn stand(
             Err(failure) => break Round::Exit(Err(failure)),
         }
     };
-    // Leaving the election deletes our node: the next candidate leads at once.
-    latch.close().await.ok();
+    // Leaving the election deletes our node: the next candidate leads at once. Without a
+    // connection there is nothing to wait for: the node goes with the session, which the
+    // ensemble ends (the command is stopped already).
+    if client.state() == SessionState::Connected {
+        latch.close().await.ok();
+    }
     round
 }
 

@@ -90,7 +90,14 @@ pub(super) async fn lock(client: &Client, args: &LockArgs, out: Output) -> Outco
         verbose: out.verbose,
     };
     let ended = supervise(&job, &mut signals, lost(&guard, path)).await;
-    release(guard, path).await;
+    if client.state() == zk_proto::SessionState::Connected {
+        release(guard, path).await;
+    } else {
+        // Nothing to wait for: the node goes with the session, which the ensemble ends; no
+        // other holder is granted before (and the command is stopped already).
+        say!("not connected: the lock {path} is released when the session ends");
+        drop(guard);
+    }
     let ended = ended?;
     if let (Some(marker), Ended::Exited { status, .. }) = (&args.once, ended)
         && status == ChildStatus::Code(0)

@@ -68,6 +68,35 @@ impl LeaderLatch {
         self.leadership.is_leader()
     }
 
+    /// A fencing token for this candidate's leadership: the creation zxid (czxid) of its node,
+    /// `None` when it has no node now. Read it once leading and pass it with every action taken
+    /// as leader. It strictly increases from one leader to the next: the candidates lead in
+    /// the order of their nodes' sequence numbers, a node is created with a larger sequence
+    /// number and zxid than every node before it, and a candidate that stands again creates a
+    /// new node. (The lock's token, [`LockGuard::fencing_token`], is the same.)
+    ///
+    /// [`LockGuard::fencing_token`]: crate::lock::LockGuard::fencing_token
+    ///
+    /// # Errors
+    ///
+    /// The client's errors (a listing and an `exists`: two round trips).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn fencing_token(&self) -> crate::Result<Option<i64>> {
+        let children = match self.client.get_children(&self.path).await {
+            Ok(children) => children,
+            Err(Error::NoNode) => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
+        let Some(own) = children.iter().find(|c| is_own_node(c, &self.attempt)) else {
+            return Ok(None);
+        };
+        let stat = self.client.exists(&child_path(&self.path, own)).await?;
+        Ok(stat.map(|stat| stat.czxid))
+    }
+
     /// The leadership of this candidate: its current value and a stream of its changes.
     pub fn leadership(&self) -> Leadership {
         self.leadership.clone()
