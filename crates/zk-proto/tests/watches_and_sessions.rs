@@ -10,8 +10,8 @@ use zk_proto::{
 };
 use zk_testkit::Ensemble;
 use zk_testkit::client::{
-    StateLog, builder, connect, connect_with, expire_session, start_ensemble, wait_for_state,
-    wait_state, within,
+    StateLog, builder, connect, connect_with, expire_session, start_ensemble, start_server,
+    wait_for_state, wait_state, within,
 };
 use zk_testkit::fault::FaultProxy;
 
@@ -394,4 +394,19 @@ async fn a_persistent_watcher_is_a_stream_that_ends_with_the_session() {
         None,
         "then the stream ends"
     );
+}
+
+/// Right after `detach().await` the state reads `Closed`, every time (it was published after
+/// the call returned, so a caller could still read `Connected`), and the session lives on for
+/// another client to resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn right_after_detach_the_state_is_closed() {
+    let server = start_server().await;
+    for round in 0..40 {
+        let client = connect(&server.connect_string()).await;
+        assert_eq!(client.state(), SessionState::Connected);
+        client.detach().await;
+        assert_eq!(client.state(), SessionState::Closed, "round {round}");
+        assert!(matches!(client.exists("/").await, Err(Error::Closed)));
+    }
 }

@@ -539,6 +539,12 @@ impl Driver {
             }
             Command::Detach { reply } => {
                 self.session.detach();
+                // Published before the caller resumes: right after `detach().await` the state
+                // reads `Closed`, never the `Connected` of before.
+                while let Some(event) = self.session.poll_event() {
+                    self.dispatch(event);
+                }
+                self.publish();
                 let _ = reply.send(());
             }
             Command::UpdateHosts {
