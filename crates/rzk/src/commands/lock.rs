@@ -15,21 +15,14 @@ use crate::output::{ContenderJson, LocksJson, Output, locks_lines, session_hex};
 use crate::paths;
 use crate::supervise::{ChildStatus, Ended, Job, Policy, Signals, interrupted, supervise};
 
-/// How long `--try` waits when the lock looked free but another contender got in first
-/// (two `--try` at the same instant): the loser gives up after this.
-const TRY_WAIT: Duration = Duration::from_secs(1);
-
 /// `lock [--timeout D | --try] [--once MARKER] PATH -- COMMAND...`.
 pub(super) async fn lock(client: &Client, args: &LockArgs, out: Output) -> Outcome {
     let path = &args.path;
     let mut signals = Signals::new()?;
-    if args.try_only
-        && let Some(first) = first_contender(client, path).await?
-    {
-        return Err(held(path, Some(&first)));
-    }
+    // `--try` is Curator's `acquire(0)`: one round trip, the lock taken if it is free, else
+    // our node withdrawn (a zero timeout).
     let timeout = if args.try_only {
-        Some(TRY_WAIT)
+        Some(Duration::ZERO)
     } else {
         args.timeout
     };
@@ -44,7 +37,10 @@ pub(super) async fn lock(client: &Client, args: &LockArgs, out: Output) -> Outco
     };
     let guard = match acquired {
         Ok(guard) => guard,
-        Err(zk_recipes::Error::Timeout) if args.try_only => return Err(held(path, None)),
+        Err(zk_recipes::Error::Timeout) if args.try_only => {
+            let first = first_contender(client, path).await.ok().flatten();
+            return Err(held(path, first.as_deref()));
+        }
         Err(zk_recipes::Error::Timeout) => {
             return Err(Failure::new(
                 ExitClass::Timeout,

@@ -185,7 +185,19 @@ impl Queue {
         }
     }
 
+    /// Waits for the lock, at most `timeout`.
     pub(super) async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
+        self.attempt(timeout, false).await
+    }
+
+    /// Takes the lock if it is free: the node is created and the children listed (one round
+    /// trip), and the lock is taken if that listing grants it; else the node is withdrawn and
+    /// the result is [`Error::Timeout`] (Curator's `acquire(0, unit)`).
+    pub(super) async fn try_acquire(&self) -> Result<LockGuard> {
+        self.attempt(None, true).await
+    }
+
+    async fn attempt(&self, timeout: Option<Duration>, give_up: bool) -> Result<LockGuard> {
         let mut attempt = Attempt {
             client: self.client.clone(),
             parent: self.parent.clone(),
@@ -194,7 +206,7 @@ impl Queue {
             unsure: false,
             armed: true,
         };
-        let result = within(timeout, self.run(&mut attempt))
+        let result = within(timeout, self.run(&mut attempt, give_up))
             .await
             .and_then(|acquired| acquired);
         match result {
@@ -213,8 +225,9 @@ impl Queue {
         }
     }
 
-    /// Creates the node (recovering a lost reply) and waits for the lock.
-    pub(super) async fn run(&self, attempt: &mut Attempt) -> Result<LockGuard> {
+    /// Creates the node (recovering a lost reply) and waits for the lock; with `give_up`, does
+    /// not wait: [`Error::Timeout`] when the first listing does not grant it.
+    pub(super) async fn run(&self, attempt: &mut Attempt, give_up: bool) -> Result<LockGuard> {
         let watch_children = matches!(self.kind.rule, Rule::Permits(_));
         // 1. Create and list in one round trip.
         let (own, mut children) = self
@@ -237,6 +250,9 @@ impl Queue {
             match decide(self.kind, &listing, &own_name)? {
                 Decision::Acquired => return Ok(self.guard(own.clone())),
                 Decision::Missing => return Err(Error::Lost),
+                Decision::WatchChildren | Decision::Watch { .. } if give_up => {
+                    return Err(Error::Timeout);
+                }
                 Decision::WatchChildren => {
                     if let Some(watch) = children_watch {
                         watch.changed().await.map_err(Error::from)?;

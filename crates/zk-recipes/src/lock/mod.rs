@@ -42,9 +42,7 @@ use std::time::Duration;
 
 use zk_proto::Client;
 
-#[cfg(doc)]
-use crate::Error;
-use crate::Result;
+use crate::{Error, Result};
 use attempt::Queue;
 pub(crate) use attempt::ensure_parents;
 pub use guard::{LockGuard, Validity};
@@ -167,10 +165,53 @@ impl Lock {
     ///
     /// A disconnection while waiting is survived (watches are re-registered, a lost create
     /// reply is recovered). Session expiry fails the acquire.
+    ///
+    /// A zero timeout is a try, as Curator's `acquire(0, unit)`: a free lock is taken (the
+    /// guard is returned), a held one gives [`Error::Timeout`] after one round trip (see
+    /// [`try_acquire`](Self::try_acquire)).
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
+        if timeout == Some(Duration::ZERO) {
+            return self.try_once().await;
+        }
         match &self.owner {
             Some(owner) => reentrant::acquire(owner, &self.queue, timeout).await,
             None => self.queue.acquire(timeout).await,
+        }
+    }
+
+    /// Takes the lock if it is free now, without waiting: `Some(guard)` when it was taken,
+    /// `None` when another contender holds it or waits before (Curator's `acquire(0, unit)`
+    /// returning false). For a [re-entrant](Self::reentrant) lock its owner holds, a new hold.
+    ///
+    /// One round trip: the contender's node is created and the children listed back to back;
+    /// when the listing does not grant the lock, the node's delete is queued before `None`
+    /// is returned. While the client is disconnected the round trip waits for the next
+    /// connection, as any call does (a client's request timeout bounds it).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), but for [`Error::Timeout`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`acquire`](Self::acquire): dropping the future withdraws the node.
+    ///
+    /// # Session loss
+    ///
+    /// A disconnection is survived (the create's lost reply is recovered); session expiry
+    /// fails it.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        match self.try_once().await {
+            Ok(guard) => Ok(Some(guard)),
+            Err(Error::Timeout) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn try_once(&self) -> Result<LockGuard> {
+        match &self.owner {
+            Some(owner) => reentrant::try_acquire(owner, &self.queue).await,
+            None => self.queue.try_acquire().await,
         }
     }
 }
@@ -266,5 +307,23 @@ impl Semaphore {
     /// As [`Lock::acquire`].
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
         self.lock.acquire(timeout).await
+    }
+
+    /// Takes a lease if one is free now, without waiting (`None` otherwise), as
+    /// [`Lock::try_acquire`]; `acquire(Some(Duration::ZERO))` is the same try.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_acquire`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`Lock::acquire`].
+    ///
+    /// # Session loss
+    ///
+    /// As [`Lock::acquire`].
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.lock.try_acquire().await
     }
 }

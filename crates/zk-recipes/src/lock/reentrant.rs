@@ -88,7 +88,29 @@ pub(super) async fn acquire(
         return Ok(guard);
     }
     let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-    let mut guard = queue.acquire(remaining).await?;
+    let guard = queue.acquire(remaining).await?;
+    Ok(own(owner, guard))
+}
+
+/// The owner's try ([`Lock::try_acquire`](super::Lock::try_acquire)): a new hold when it holds
+/// already, else one try for the node; [`Error::Timeout`] also while another acquire of the
+/// same owner is under way (it waits for the lock: the lock is not free).
+pub(super) async fn try_acquire(owner: &Arc<Owner>, queue: &Queue) -> Result<LockGuard> {
+    if let Some(guard) = owner.reenter(queue)? {
+        return Ok(guard);
+    }
+    let Ok(_turn) = owner.turn.try_lock() else {
+        return Err(Error::Timeout);
+    };
+    if let Some(guard) = owner.reenter(queue)? {
+        return Ok(guard);
+    }
+    let guard = queue.try_acquire().await?;
+    Ok(own(owner, guard))
+}
+
+/// Makes `guard`, just granted, the owner's first hold.
+fn own(owner: &Arc<Owner>, mut guard: LockGuard) -> LockGuard {
     *owner.held() = Some(Held {
         node: OwnNode {
             path: guard.node().to_owned(),
@@ -98,5 +120,5 @@ pub(super) async fn acquire(
         count: 1,
     });
     guard.owner = Some(owner.clone());
-    Ok(guard)
+    guard
 }

@@ -146,8 +146,38 @@ impl SemaphoreV2 {
     /// # Session loss
     ///
     /// A disconnection while waiting is survived; the session's expiry fails the acquire.
+    ///
+    /// A zero timeout is a try, as Curator's `acquire(0, unit)`: see
+    /// [`try_acquire`](Self::try_acquire).
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
+        if timeout == Some(Duration::ZERO) {
+            return self.take(None, true).await;
+        }
         self.acquire_until(deadline_of(timeout)).await
+    }
+
+    /// Takes a lease if one is free now, without waiting: `None` when the semaphore's mutex
+    /// is held by another contender or every lease is taken (Curator's `acquire(0, unit)`
+    /// returning false). Two round trips at least (the mutex, then the lease node and the
+    /// listing); whatever it created is deleted again when it gives up.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), but for [`Error::Timeout`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Session loss
+    ///
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        match self.take(None, true).await {
+            Ok(guard) => Ok(Some(guard)),
+            Err(Error::Timeout) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Waits for `qty` leases, taken one after the other, all within `timeout` (`None`: no
@@ -175,8 +205,18 @@ impl SemaphoreV2 {
     }
 
     async fn acquire_until(&self, deadline: Option<Instant>) -> Result<LockGuard> {
-        let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let mutex = self.lock.acquire(remaining).await?;
+        self.take(deadline, false).await
+    }
+
+    /// One lease until `deadline`; with `give_up`, no wait at all: [`Error::Timeout`] as soon
+    /// as the mutex or a lease is not free.
+    async fn take(&self, deadline: Option<Instant>, give_up: bool) -> Result<LockGuard> {
+        let mutex = if give_up {
+            self.lock.acquire(Some(Duration::ZERO)).await?
+        } else {
+            let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            self.lock.acquire(remaining).await?
+        };
         let mut attempt = Attempt {
             client: self.client.clone(),
             parent: self.leases.parent.clone(),
@@ -187,7 +227,7 @@ impl SemaphoreV2 {
         };
         // On an error or a timeout, dropping the armed attempt deletes the lease node and
         // dropping the mutex's guard deletes its node (both queued at once).
-        let own = until(deadline, self.take_lease(&mut attempt)).await??;
+        let own = until(deadline, self.take_lease(&mut attempt, give_up)).await??;
         mutex.release().await?;
         attempt.armed = false;
         Ok(self.leases.guard(own))
@@ -195,7 +235,7 @@ impl SemaphoreV2 {
 
     /// Under the mutex: creates the lease node and waits until the children of the leases
     /// node are no more than the maximum.
-    async fn take_lease(&self, attempt: &mut Attempt) -> Result<OwnNode> {
+    async fn take_lease(&self, attempt: &mut Attempt, give_up: bool) -> Result<OwnNode> {
         let (own, mut listing) = self
             .leases
             .create_listed(attempt, self.data.clone(), true)
@@ -217,6 +257,9 @@ impl SemaphoreV2 {
             }
             if i64::try_from(children.len()).is_ok_and(|n| n <= max) {
                 return Ok(own);
+            }
+            if give_up {
+                return Err(Error::Timeout);
             }
             let children_changed = async {
                 match children_watch {
