@@ -5,21 +5,24 @@
 //! cargo run -p zk-recipes --example barrier -- 127.0.0.1:2181
 //! ```
 
+use std::process::ExitCode;
 use std::time::Duration;
 
 use zk_recipes::barrier::DoubleBarrier;
-use zk_recipes::zk_proto::Client;
 
 const WORKERS: usize = 3;
 
+mod common;
+
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let connect = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:2181".into());
+async fn main() -> ExitCode {
+    common::exit(run(&common::connect_string()).await)
+}
+
+async fn run(connect: &str) -> common::Result<()> {
     let mut workers = Vec::new();
     for worker in 0..WORKERS {
-        let client = Client::connect(&connect).await?;
+        let client = common::connect(connect).await?;
         workers.push(tokio::spawn(async move {
             let barrier = DoubleBarrier::new(&client, "/example-barrier", WORKERS);
             // Everyone must enter (and leave) in time: a timeout is `zk_recipes::Error::Timeout`.

@@ -4,14 +4,19 @@
 //! cargo run -p zk-recipes --example get_set_watch -- 127.0.0.1:2181
 //! ```
 
-use zk_recipes::zk_proto::{Client, CreateOptions, Error};
+use std::process::ExitCode;
+
+use zk_recipes::zk_proto::{CreateOptions, Error};
+
+mod common;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let connect = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:2181".into());
-    let client = Client::connect(&connect).await?;
+async fn main() -> ExitCode {
+    common::exit(run(&common::connect_string()).await)
+}
+
+async fn run(connect: &str) -> common::Result<()> {
+    let client = common::connect(connect).await?;
     println!("connected: session {:#x}", client.session_id());
 
     let path = "/example-greeting";

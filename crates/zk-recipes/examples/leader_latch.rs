@@ -5,21 +5,24 @@
 //! cargo run -p zk-recipes --example leader_latch -- 127.0.0.1:2181
 //! ```
 
+use std::process::ExitCode;
 use std::time::Duration;
 
 use zk_recipes::election::{LeaderLatch, RunOutcome, run_while_leading};
-use zk_recipes::zk_proto::Client;
+
+mod common;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let connect = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:2181".into());
+async fn main() -> ExitCode {
+    common::exit(run(&common::connect_string()).await)
+}
+
+async fn run(connect: &str) -> common::Result<()> {
     let path = "/example-election";
-    let first = LeaderLatch::start(&Client::connect(&connect).await?, path, "first");
+    let first = LeaderLatch::start(&common::connect(connect).await?, path, "first");
     first.wait_leader(None).await?;
     // Joins after `first` leads: it waits in line.
-    let second = LeaderLatch::start(&Client::connect(&connect).await?, path, "second");
+    let second = LeaderLatch::start(&common::connect(connect).await?, path, "second");
 
     for (name, latch) in [("first", first), ("second", second)] {
         let work = async {

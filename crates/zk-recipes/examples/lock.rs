@@ -5,16 +5,20 @@
 //! cargo run -p zk-recipes --example lock -- 127.0.0.1:2181
 //! ```
 
+use std::process::ExitCode;
+
 use zk_recipes::lock::Lock;
-use zk_recipes::zk_proto::Client;
+
+mod common;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let connect = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:2181".into());
-    let alice = Client::connect(&connect).await?;
-    let bob = Client::connect(&connect).await?;
+async fn main() -> ExitCode {
+    common::exit(run(&common::connect_string()).await)
+}
+
+async fn run(connect: &str) -> common::Result<()> {
+    let alice = common::connect(connect).await?;
+    let bob = common::connect(connect).await?;
     let path = "/example-lock";
 
     let held = Lock::new(&alice, path).acquire(None).await?;

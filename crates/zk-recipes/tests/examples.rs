@@ -1,11 +1,12 @@
 //! Runs every program of `examples/` against a real ZooKeeper server from the test kit: they
-//! must exit successfully and print what their comments promise. An unfiltered `cargo test`
+//! must exit successfully and print what their comments promise. With no server, they must
+//! fail at once with one readable line. An unfiltered `cargo test`
 //! (as `scripts/test.sh` runs it) builds the examples' executables first; with `--test
 //! examples` alone, build them with `cargo build -p zk-recipes --examples`.
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use zk_testkit::ZkServer;
 use zk_testkit::client::start_server_with;
@@ -91,4 +92,67 @@ async fn every_example_runs_against_a_real_server() {
     let first_leave = lines.iter().position(|l| l.contains("left"));
     assert!(last_enter < first_leave, "{out}");
     assert_eq!(lines.last(), Some(&"the round is over"), "{out}");
+}
+
+/// Every example, as a newcomer runs it first.
+const EXAMPLES: [&str; 4] = ["get_set_watch", "lock", "leader_latch", "barrier"];
+
+/// Runs example `name` against `connect`, where no ZooKeeper server answers, and checks that it
+/// fails within `limit` with exactly one line on standard error, which names the address and
+/// says how to start a server (not a `Debug` dump after the 30 s of the default connect
+/// timeout). Returns that line.
+async fn run_without_server(name: &str, connect: &str, limit: Duration) -> String {
+    let mut command = tokio::process::Command::from(Command::new(example(name)));
+    command.arg(connect).kill_on_drop(true);
+    let started = Instant::now();
+    let output = tokio::time::timeout(limit, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("example {name} with no server ran for more than {limit:?}"))
+        .expect("run the example");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let context = format!(
+        "example {name} against {connect}, after {:?}, {}; stderr:\n{stderr}",
+        started.elapsed(),
+        output.status
+    );
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    assert!(output.stdout.is_empty(), "{context}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{context}");
+    let prefix = format!("error: no ZooKeeper server answered at {connect}");
+    assert!(lines[0].starts_with(&prefix), "{context}");
+    assert!(lines[0].contains("`rzk server start`"), "{context}");
+    assert!(
+        !lines[0].contains("NoServerReachable"),
+        "not Debug: {context}"
+    );
+    lines[0].to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_example_fails_at_once_with_one_line_when_no_server_answers() {
+    // A port nothing listens on: connections are refused, so fail-fast ends them at once.
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        listener.local_addr().expect("its address")
+    };
+    for name in EXAMPLES {
+        let line = run_without_server(name, &refused.to_string(), Duration::from_secs(3)).await;
+        assert_eq!(
+            line,
+            format!(
+                "error: no ZooKeeper server answered at {refused} \
+                 (start one with `rzk server start`, or pass a connect string)"
+            ),
+            "a refused connection needs no more words"
+        );
+    }
+
+    // A port that accepts connections but never answers the handshake: the examples' connect
+    // timeout (5 s) ends it, and the line names the last failure.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    let silent_addr = silent.local_addr().expect("its address").to_string();
+    let line = run_without_server("get_set_watch", &silent_addr, Duration::from_secs(10)).await;
+    assert!(line.contains("the handshake timed out"), "{line}");
+    drop(silent);
 }
