@@ -147,7 +147,11 @@ impl Connector {
         let client = builder.connect(&self.connect).await.map_err(|e| {
             Failure::new(
                 ExitClass::of_zk(&e),
-                format!("cannot connect to {}: {e}", self.connect),
+                format!(
+                    "cannot connect to {}: {}",
+                    self.connect,
+                    crate::exit::describe(&e)
+                ),
             )
         })?;
         for auth in &self.auth {

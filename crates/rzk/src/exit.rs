@@ -79,11 +79,11 @@ impl ExitClass {
                 ExitClass::Conflict
             }
             E::NoAuth | E::AuthFailed | E::SessionClosedRequireSaslAuth => ExitClass::Auth,
+            // Refused by the client before anything was sent. The server's own refusals
+            // (BadArguments, InvalidAcl) were sent: they are server errors, not usage.
             E::InvalidPath(_)
             | E::InvalidConnectString(_)
             | E::InvalidArgument(_)
-            | E::InvalidAcl
-            | E::BadArguments
             | E::PacketTooLarge { .. } => ExitClass::Usage,
             E::ConnectionLoss
             | E::SessionExpired
@@ -93,6 +93,23 @@ impl ExitClass {
             | E::Closed
             | E::NoServerReachable { .. } => ExitClass::Connection,
             _ => ExitClass::Failure,
+        }
+    }
+
+    /// The class's name in JSON errors (`auth`, `not-found`, ...).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ExitClass::Failure => "failure",
+            ExitClass::Usage => "usage",
+            ExitClass::NotFound => "not-found",
+            ExitClass::Conflict => "conflict",
+            ExitClass::Auth => "auth",
+            ExitClass::Connection => "connection",
+            ExitClass::Lost => "lost",
+            ExitClass::Timeout => "timeout",
+            ExitClass::CannotExecute => "cannot-execute",
+            ExitClass::CommandNotFound => "command-not-found",
+            ExitClass::BrokenPipe => "broken-pipe",
         }
     }
 
@@ -133,12 +150,19 @@ impl Failure {
 
     /// A client error while doing `what` (`"get /a"`).
     pub(crate) fn zk(what: &str, error: &zk_proto::Error) -> Failure {
-        Failure::new(ExitClass::of_zk(error), format!("{what}: {error}"))
+        Failure::new(
+            ExitClass::of_zk(error),
+            format!("{what}: {}", describe(error)),
+        )
     }
 
     /// A recipe error while doing `what`.
     pub(crate) fn recipe(what: &str, error: &zk_recipes::Error) -> Failure {
-        Failure::new(ExitClass::of_recipe(error), format!("{what}: {error}"))
+        let text = match error {
+            zk_recipes::Error::Zk(e) => describe(e),
+            e => e.to_string(),
+        };
+        Failure::new(ExitClass::of_recipe(error), format!("{what}: {text}"))
     }
 
     /// An I/O error while doing `what`; a closed standard output is [`ExitClass::BrokenPipe`]
@@ -149,6 +173,23 @@ impl Failure {
         } else {
             Failure::new(ExitClass::Failure, format!("{what}: {error}"))
         }
+    }
+}
+
+/// What rzk says of a client error: its own text, except where that text claims more than
+/// rzk knows. A `SessionExpired` is also what the client reports when it gave the session up
+/// itself after no server answered for a whole session timeout (the server then most likely
+/// expired it too, but nobody told rzk): the code's description, "expired by the server", is
+/// not said then.
+pub(crate) fn describe(error: &zk_proto::Error) -> String {
+    match error {
+        zk_proto::Error::SessionExpired => {
+            "SessionExpired (-112): the session expired (the server \
+             ended it, or no server answered for the whole session timeout); its ephemeral \
+             nodes and watches are gone"
+                .to_owned()
+        }
+        e => e.to_string(),
     }
 }
 
@@ -203,7 +244,13 @@ mod tests {
         assert_eq!(ExitClass::of_zk(&E::BadVersion), ExitClass::Conflict);
         assert_eq!(ExitClass::of_zk(&E::NoAuth), ExitClass::Auth);
         assert_eq!(ExitClass::of_zk(&E::AuthFailed), ExitClass::Auth);
-        assert_eq!(ExitClass::of_zk(&E::InvalidAcl), ExitClass::Usage);
+        // Refused by the server: something was sent.
+        assert_eq!(ExitClass::of_zk(&E::InvalidAcl), ExitClass::Failure);
+        assert_eq!(ExitClass::of_zk(&E::BadArguments), ExitClass::Failure);
+        assert_eq!(
+            ExitClass::of_zk(&E::InvalidArgument("x".into())),
+            ExitClass::Usage
+        );
         assert_eq!(ExitClass::of_zk(&E::ConnectionLoss), ExitClass::Connection);
         assert_eq!(ExitClass::of_zk(&E::SessionExpired), ExitClass::Connection);
         assert_eq!(ExitClass::of_zk(&E::Closed), ExitClass::Connection);
@@ -232,6 +279,25 @@ mod tests {
             ExitClass::of_recipe(&zk_recipes::Error::Zk(E::NoAuth)),
             ExitClass::Auth
         );
+    }
+
+    #[test]
+    fn an_expired_session_is_not_said_to_be_the_servers_doing() {
+        let failure = Failure::zk("get /a", &E::SessionExpired);
+        assert!(
+            !failure.message.contains("by the server"),
+            "{}",
+            failure.message
+        );
+        assert!(failure.message.contains("the session expired"));
+        assert!(failure.message.contains("no server answered"));
+        let recipe = Failure::recipe("lock /l", &zk_recipes::Error::Zk(E::SessionExpired));
+        assert!(
+            !recipe.message.contains("by the server"),
+            "{}",
+            recipe.message
+        );
+        assert_eq!(recipe.class, ExitClass::Connection);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use serde::Serialize;
 use zk_proto::{Acl, Stat, WatchedEvent};
 
-use crate::exit::Failure;
+use crate::exit::{ExitClass, Failure};
 use crate::spec::perms_letters;
 
 /// Where the command's results go: standard output, as text or JSON.
@@ -77,6 +77,26 @@ impl Output {
             .and_then(|()| out.flush())
             .map_err(|e| Failure::io("write to standard output", &e))
     }
+}
+
+/// Writes a failure on standard error: one line `rzk: MESSAGE`, or with `--json` one JSON
+/// object `{"error": MESSAGE, "class": CLASS, "status": N}` (and `"path"` when the failure is
+/// about one node among many). A closed stderr is ignored.
+pub(crate) fn error_line(json: bool, message: &str, class: ExitClass, path: Option<&str>) {
+    let mut err = std::io::stderr().lock();
+    let _ = if json {
+        let mut value = serde_json::json!({
+            "error": message,
+            "class": class.name(),
+            "status": class.code(),
+        });
+        if let Some(path) = path {
+            value["path"] = path.into();
+        }
+        writeln!(err, "{value}")
+    } else {
+        writeln!(err, "rzk: {message}")
+    };
 }
 
 /// A session id as ZooKeeper prints it (`0x1000a2b3c4d0000`).
@@ -272,6 +292,10 @@ pub(crate) struct TreeNode {
     pub(crate) num_children: u64,
     /// Whether it is ephemeral.
     pub(crate) ephemeral: bool,
+    /// Why it could not be read (its parent lists it; its ACL refuses this session), absent
+    /// when it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
     /// The children that were listed, sorted by name.
     pub(crate) children: Vec<TreeNode>,
 }
@@ -291,6 +315,10 @@ impl TreeNode {
 /// shown; then the totals.
 pub(crate) fn tree_lines(root: &TreeNode) -> Vec<String> {
     fn label(node: &TreeNode, name: &str) -> String {
+        if let Some(error) = &node.error {
+            let code = error.split_whitespace().next().unwrap_or(error);
+            return format!("{name}  (unreadable: {code})");
+        }
         let mut text = format!("{name}  [{}]", format_size(node.data_length));
         if node.ephemeral {
             text.push_str(" (ephemeral)");
@@ -437,6 +465,7 @@ mod tests {
             data_length: size,
             num_children: children.len() as u64,
             ephemeral: false,
+            error: None,
             children,
         }
     }

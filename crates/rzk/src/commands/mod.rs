@@ -49,7 +49,7 @@ pub(crate) fn run(cli: Cli) -> u8 {
         Ok(code) => code,
         Err(failure) => {
             if !failure.message.is_empty() {
-                say!("{}", failure.message);
+                crate::output::error_line(out.json, &failure.message, failure.class, None);
             }
             failure.class.code()
         }

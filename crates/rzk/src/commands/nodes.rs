@@ -35,46 +35,135 @@ pub(super) async fn ls(client: &Client, path: &str, recursive: bool, out: Output
         }
         return Ok(0);
     }
-    let levels = subtree(client, path, None).await?;
-    let nodes: Vec<String> = levels.into_iter().flatten().collect();
+    let listing = subtree(client, path, None).await?;
+    let nodes: Vec<String> = listing.levels.into_iter().flatten().collect();
     if out.json {
-        out.json(&json!({ "path": path, "nodes": nodes }))?;
+        let mut value = json!({ "path": path, "nodes": nodes });
+        if !listing.unreadable.is_empty() {
+            value["unreadable"] = unreadable_json(&listing.unreadable);
+        }
+        out.json(&value)?;
     } else {
         out.lines(&nodes)?;
     }
-    Ok(0)
+    report_unreadable(&format!("ls -R {path}"), &listing.unreadable, out)
+}
+
+/// A node below the listed one whose children could not be read (`NoAuth` for a node the
+/// session may not read), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Unreadable {
+    /// The node.
+    pub(super) path: String,
+    /// What the server answered.
+    pub(super) error: Error,
+}
+
+/// Whether a listing goes on past `error` on one node: a refusal of that node (its ACL, say)
+/// does, anything about the session or the connection does not.
+fn skippable(error: &Error) -> bool {
+    !matches!(
+        ExitClass::of_zk(error),
+        ExitClass::Connection | ExitClass::Usage
+    ) && !error.is_terminal()
+}
+
+/// The unreadable nodes in JSON: `[{"path", "error", "class"}]`.
+fn unreadable_json(unreadable: &[Unreadable]) -> serde_json::Value {
+    unreadable
+        .iter()
+        .map(|u| {
+            json!({
+                "path": u.path,
+                "error": crate::exit::describe(&u.error),
+                "class": ExitClass::of_zk(&u.error).name(),
+            })
+        })
+        .collect()
+}
+
+/// After a listing was printed: one error line per node that could not be read (JSON with
+/// `--json`), and the failure that ends the command with the class of the first one; `Ok(0)`
+/// when every node was read.
+fn report_unreadable(what: &str, unreadable: &[Unreadable], out: Output) -> Outcome {
+    let Some(first) = unreadable.first() else {
+        return Ok(0);
+    };
+    for node in unreadable {
+        crate::output::error_line(
+            out.json,
+            &format!(
+                "{what}: cannot read {}: {}",
+                node.path,
+                crate::exit::describe(&node.error)
+            ),
+            ExitClass::of_zk(&node.error),
+            Some(&node.path),
+        );
+    }
+    let count = unreadable.len();
+    Err(Failure::new(
+        ExitClass::of_zk(&first.error),
+        format!(
+            "{what}: {count} node{} could not be read; everything else was printed",
+            if count == 1 { "" } else { "s" }
+        ),
+    ))
+}
+
+/// A subtree's paths level by level, and the nodes whose children could not be read.
+#[derive(Debug, Default)]
+struct Listing {
+    /// From the root itself, each level sorted.
+    levels: Vec<Vec<String>>,
+    /// Nodes listed by their parent whose own children could not be read (they are in
+    /// `levels`, their subtrees are not).
+    unreadable: Vec<Unreadable>,
 }
 
 /// The paths of `root`'s subtree, level by level from `root` itself (each level sorted), at
-/// most `max_depth` levels below it. Nodes deleted while listing are left out.
+/// most `max_depth` levels below it. Nodes deleted while listing are left out; a node below
+/// `root` whose children cannot be read (its ACL) is kept, with its error, and the listing
+/// goes on with the others.
 async fn subtree(
     client: &Client,
     root: &str,
     max_depth: Option<usize>,
-) -> Result<Vec<Vec<String>>, Failure> {
-    let mut levels = vec![vec![root.to_owned()]];
+) -> Result<Listing, Failure> {
+    let mut listing = Listing {
+        levels: vec![vec![root.to_owned()]],
+        unreadable: Vec::new(),
+    };
     let mut depth = 0;
     while max_depth.is_none_or(|max| depth < max) {
-        let Some(level) = levels.last() else { break };
+        let Some(level) = listing.levels.last() else {
+            break;
+        };
         let listings: Vec<_> = level.iter().map(|p| (p, client.get_children(p))).collect();
         let mut next = Vec::new();
-        for (parent, listing) in listings {
-            match listing.await {
+        let mut unreadable = Vec::new();
+        for (parent, children) in listings {
+            match children.await {
                 Ok(mut children) => {
                     children.sort();
                     next.extend(children.iter().map(|c| paths::child(parent, c)));
                 }
                 Err(Error::NoNode) if parent != root => {}
+                Err(e) if parent != root && skippable(&e) => unreadable.push(Unreadable {
+                    path: parent.clone(),
+                    error: e,
+                }),
                 Err(e) => return Err(zk_failure("list", parent, &e)),
             }
         }
+        listing.unreadable.extend(unreadable);
         if next.is_empty() {
             break;
         }
-        levels.push(next);
+        listing.levels.push(next);
         depth += 1;
     }
-    Ok(levels)
+    Ok(listing)
 }
 
 /// `get PATH`.
@@ -228,7 +317,11 @@ pub(super) async fn rm(
 async fn rm_tree(client: &Client, root: &str) -> Result<u64, Failure> {
     let mut deleted = 0;
     for _ in 0..RM_ROUNDS {
-        let levels = subtree(client, root, None).await?;
+        let listing = subtree(client, root, None).await?;
+        if let Some(node) = listing.unreadable.first() {
+            return Err(zk_failure("rm -r: list", &node.path, &node.error));
+        }
+        let levels = listing.levels;
         let mut again = false;
         for level in levels.iter().rev() {
             let deletes: Vec<_> = level.iter().map(|p| (p, client.delete(p, None))).collect();
@@ -263,7 +356,8 @@ pub(super) async fn tree(
     out: Output,
 ) -> Outcome {
     // Level by level: getChildren2 gives each node's children and its own Stat.
-    let mut listed: HashMap<String, (Stat, Vec<String>)> = HashMap::new();
+    let mut listed: HashMap<String, Listed> = HashMap::new();
+    let mut unreadable = Vec::new();
     let mut level = vec![root.to_owned()];
     let mut depth = 0;
     while !level.is_empty() {
@@ -281,9 +375,16 @@ pub(super) async fn tree(
                     } else {
                         children.clear();
                     }
-                    listed.insert(node, (stat, children));
+                    listed.insert(node, Listed::Read(stat, children));
                 }
                 Err(Error::NoNode) if node != root => {}
+                Err(e) if node != root && skippable(&e) => {
+                    listed.insert(node.clone(), Listed::Unreadable(e.clone()));
+                    unreadable.push(Unreadable {
+                        path: node,
+                        error: e,
+                    });
+                }
                 Err(e) => return Err(zk_failure("tree", &node, &e)),
             }
         }
@@ -296,13 +397,26 @@ pub(super) async fn tree(
     } else {
         out.lines(&tree_lines(&tree))?;
     }
-    Ok(0)
+    report_unreadable(&format!("tree {root}"), &unreadable, out)
+}
+
+/// What `tree` learned of one node.
+#[derive(Debug, Clone)]
+enum Listed {
+    /// Its Stat and its children's names (none below `--max-depth`).
+    Read(Stat, Vec<String>),
+    /// Its parent lists it, but it could not be read itself.
+    Unreadable(Error),
 }
 
 /// The nested tree under `path` from the listings (children deleted while listing are left
-/// out).
-fn build_tree(path: &str, listed: &mut HashMap<String, (Stat, Vec<String>)>) -> TreeNode {
-    let (stat, names) = listed.remove(path).unwrap_or_default();
+/// out; unreadable ones are kept, with their error).
+fn build_tree(path: &str, listed: &mut HashMap<String, Listed>) -> TreeNode {
+    let (stat, names, error) = match listed.remove(path) {
+        Some(Listed::Read(stat, names)) => (stat, names, None),
+        Some(Listed::Unreadable(e)) => (Stat::default(), Vec::new(), Some(e.to_string())),
+        None => (Stat::default(), Vec::new(), None),
+    };
     let mut children = Vec::with_capacity(names.len());
     for name in &names {
         let child = paths::child(path, name);
@@ -315,6 +429,7 @@ fn build_tree(path: &str, listed: &mut HashMap<String, (Stat, Vec<String>)>) -> 
         data_length: u64::try_from(stat.data_length).unwrap_or(0),
         num_children: u64::try_from(stat.num_children).unwrap_or(0),
         ephemeral: stat.ephemeral_owner != 0,
+        error,
         children,
     }
 }
@@ -333,6 +448,20 @@ pub(super) async fn sync(client: &Client, path: &str, out: Output) -> Outcome {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_refused_node_is_skipped_a_lost_session_is_not() {
+        assert!(skippable(&Error::NoAuth));
+        assert!(skippable(&Error::Unimplemented));
+        for fatal in [
+            Error::ConnectionLoss,
+            Error::SessionExpired,
+            Error::Closed,
+            Error::RequestTimeout,
+        ] {
+            assert!(!skippable(&fatal), "{fatal:?}");
+        }
+    }
+
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
@@ -371,13 +500,25 @@ mod tests {
         let mut listed = HashMap::from([
             (
                 "/".to_owned(),
-                (stat(0, 2), vec!["a".to_owned(), "gone".to_owned()]),
+                Listed::Read(
+                    stat(0, 3),
+                    vec!["a".to_owned(), "gone".to_owned(), "secret".to_owned()],
+                ),
             ),
-            ("/a".to_owned(), (stat(3, 0), vec![])),
+            ("/a".to_owned(), Listed::Read(stat(3, 0), vec![])),
+            ("/secret".to_owned(), Listed::Unreadable(Error::NoAuth)),
         ]);
         let tree = build_tree("/", &mut listed);
-        assert_eq!(tree.children.len(), 1);
+        assert_eq!(tree.children.len(), 2);
         assert_eq!(tree.children[0].path, "/a");
         assert_eq!(tree.children[0].data_length, 3);
+        assert_eq!(tree.children[0].error, None);
+        assert_eq!(tree.children[1].path, "/secret");
+        assert!(
+            tree.children[1]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("NoAuth"))
+        );
     }
 }
