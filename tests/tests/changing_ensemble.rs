@@ -201,7 +201,7 @@ async fn a_detached_session_resumed_by_another_client_keeps_its_ephemerals() {
     assert_eq!(stat.ephemeral_owner, id);
 
     // A wrong password, and a session that is over, are SessionExpired.
-    let mut wrong = password.to_vec();
+    let mut wrong = password.expose().to_vec();
     wrong[0] ^= 0xff;
     let refused = builder()
         .resume(id, wrong)

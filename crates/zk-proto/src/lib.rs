@@ -41,6 +41,7 @@ pub mod path;
 mod read_only;
 mod request_timing;
 pub mod sasl;
+mod secret;
 pub mod session;
 #[cfg(feature = "tls")]
 mod tls;
@@ -56,6 +57,7 @@ pub use jute;
 pub use jute::{AddWatchMode, CreateMode, EventType, KeeperState, Perms, Stat, WatcherType};
 #[cfg(feature = "request-timing")]
 pub use request_timing::{LatencySummary, RequestTiming};
+pub use secret::Secret;
 pub use session::{MultiOperation, SessionState, WatchedEvent};
 #[cfg(feature = "tls")]
 pub use tls::TlsOptions;

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Client, Shared};
@@ -37,7 +36,7 @@ pub struct ClientBuilder {
     tls: Option<TlsOptions>,
     /// `None`: on over plaintext, off over TLS.
     follow_ensemble: Option<bool>,
-    resume: Option<(i64, Bytes)>,
+    resume: Option<(i64, crate::Secret)>,
     rng_seed: Option<u64>,
     renew_expired: bool,
     quorum_check: bool,
@@ -194,7 +193,7 @@ impl ClientBuilder {
     /// connection is closed by the server. A wrong password or a session that expired ends
     /// `connect` with [`Error::SessionExpired`].
     #[must_use]
-    pub fn resume(mut self, session_id: i64, password: impl Into<Bytes>) -> Self {
+    pub fn resume(mut self, session_id: i64, password: impl Into<crate::Secret>) -> Self {
         self.resume = Some((session_id, password.into()));
         self
     }
@@ -372,7 +371,7 @@ impl ClientBuilder {
         let (published_tx, published) = watch::channel(Published {
             state: SessionState::Connecting,
             session_id: 0,
-            password: Bytes::new(),
+            password: crate::Secret::default(),
             negotiated_timeout: None,
             hosts: Arc::from(Vec::new()),
             server: None,

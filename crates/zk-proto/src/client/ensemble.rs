@@ -16,8 +16,9 @@ use crate::session::Op;
 impl Client {
     /// The session's password, opaque: with [`session_id`](Self::session_id), what another
     /// process needs to take the session over ([`ClientBuilder::resume`](crate::ClientBuilder::resume)). Keep it secret:
-    /// whoever has both owns the session and its ephemeral nodes.
-    pub fn session_password(&self) -> Bytes {
+    /// whoever has both owns the session and its ephemeral nodes. A [`Secret`](crate::Secret):
+    /// never in `Debug` output, wiped when dropped.
+    pub fn session_password(&self) -> crate::Secret {
         self.shared.published.borrow().password.clone()
     }
 

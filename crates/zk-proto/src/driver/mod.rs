@@ -109,7 +109,7 @@ pub(crate) struct Published {
     pub(crate) state: SessionState,
     pub(crate) session_id: i64,
     /// The session's password (for [`Client::session_password`](crate::Client)).
-    pub(crate) password: Bytes,
+    pub(crate) password: crate::Secret,
     /// The servers the session may use (for [`Client::hosts`](crate::Client)).
     pub(crate) hosts: Arc<[HostAddr]>,
     /// The server of the current connection (for [`Client::server`](crate::Client)).

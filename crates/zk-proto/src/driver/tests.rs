@@ -13,7 +13,7 @@ fn driver(hosts: u16) -> Driver {
     let (published, _) = watch::channel(Published {
         state: SessionState::Connecting,
         session_id: 0,
-        password: Bytes::new(),
+        password: crate::Secret::default(),
         hosts: Arc::from(Vec::new()),
         server: None,
         negotiated_timeout: None,

@@ -26,8 +26,8 @@ pub struct DigestMd5 {
     state: State,
 }
 
-/// Kept out of `Debug` output.
-struct Password(String);
+/// Kept out of `Debug` output, wiped when dropped.
+struct Password(zeroize::Zeroizing<String>);
 
 impl std::fmt::Debug for Password {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,7 +67,7 @@ impl DigestMd5 {
     ) -> Self {
         DigestMd5 {
             user: user.into(),
-            password: Password(password.into()),
+            password: Password(zeroize::Zeroizing::new(password.into())),
             cnonce: cnonce.into(),
             state: State::Start,
         }

@@ -102,10 +102,13 @@ impl SaslConfig {
     /// knows them (`user_<name>="<password>"` in its JAAS `Server` section). The session is
     /// then authenticated as `sasl:<user>`.
     pub fn digest_md5(user: impl Into<String>, password: impl Into<String>) -> Self {
-        let (user, password) = (user.into(), password.into());
+        let (user, password) = (user.into(), zeroize::Zeroizing::new(password.into()));
         // DIGEST-MD5's digest URI names no host (`zookeeper/zk-sasl-md5`, as Java's client).
         SaslConfig::custom("DIGEST-MD5", move |_host| {
-            Ok(Box::new(DigestMd5::new(user.clone(), password.clone())?))
+            Ok(Box::new(DigestMd5::new(
+                user.clone(),
+                password.to_string(),
+            )?))
         })
     }
 

@@ -2,8 +2,6 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use super::{DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF};
 use crate::connect_string::HostAddr;
 use crate::path::Chroot;
@@ -45,7 +43,7 @@ pub struct SessionConfig {
     /// SASL authentication, run on every new connection before any other request.
     pub sasl: Option<SaslConfig>,
     /// An existing session to attach to (its id and password) instead of a new one.
-    pub resume: Option<(i64, Bytes)>,
+    pub resume: Option<(i64, crate::Secret)>,
     /// After the session expires, start a new one ([`Session::renew_expired`](super::Session::renew_expired)).
     pub renew_expired: bool,
     /// Run the quorum check for the whole session, not only while it is held

@@ -71,7 +71,7 @@ impl Session {
         }
         let expired = self.session_id;
         self.session_id = 0;
-        self.passwd = Bytes::from_static(&[0; 16]);
+        self.passwd = crate::Secret::new(vec![0; 16]);
         self.negotiated = None;
         self.seen_rw_server = false;
         self.timing = super::Timing::new(self.config.session_timeout, self.config.hosts.len());

@@ -34,7 +34,7 @@ impl Session {
             return Err(error);
         }
         let id = self.new_id();
-        self.credentials.push((scheme, auth));
+        self.credentials.push((scheme, crate::Secret::from(auth)));
         let index = self.credentials.len() - 1;
         if matches!(self.link, Link::Up { .. }) && !self.authenticating() {
             self.control
@@ -132,7 +132,7 @@ impl Session {
             } else {
                 0
             },
-            passwd: Some(self.passwd.clone()),
+            passwd: Some(self.passwd.to_wire()),
             read_only: self.config.read_only,
         };
         self.control.push_back(Outgoing::Raw(request.to_bytes()));
@@ -239,7 +239,7 @@ impl Session {
             AuthPacket {
                 auth_type: 0,
                 scheme: Some(scheme.clone()),
-                auth: Some(auth.clone()),
+                auth: Some(auth.to_wire()),
             },
         )
             .to_bytes()
@@ -280,7 +280,7 @@ impl Session {
         let read_only = response.read_only == Some(true);
         let negotiated = Duration::from_millis(u64::try_from(response.time_out).unwrap_or(0));
         self.session_id = response.session_id;
-        self.passwd = response.passwd.unwrap_or_default();
+        self.passwd = response.passwd.map(crate::Secret::from).unwrap_or_default();
         self.negotiated = Some(negotiated);
         self.timing = Timing::new(negotiated, self.config.hosts.len());
         self.established = true;

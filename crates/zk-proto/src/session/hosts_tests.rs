@@ -107,7 +107,7 @@ fn a_detached_session_is_over_here_without_a_close_request() {
 #[test]
 fn a_resumed_session_asks_for_its_id_and_password() {
     let mut h = Harness::new(SessionConfig {
-        resume: Some((0x99, bytes::Bytes::from_static(b"0123456789abcdef"))),
+        resume: Some((0x99, crate::Secret::from(&b"0123456789abcdef"[..]))),
         ..config()
     });
     let request = h.connect();

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use super::{Link, Session, SessionState, Timing};
 use crate::connect_string::HostAddr;
 
@@ -29,7 +27,7 @@ impl Session {
 
     /// The session password the server gave (opaque; 16 zero bytes before the first
     /// connection).
-    pub fn password(&self) -> &Bytes {
+    pub fn password(&self) -> &crate::Secret {
         &self.passwd
     }
 

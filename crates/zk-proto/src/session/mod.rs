@@ -51,6 +51,7 @@ pub use watch::WatchKind;
 
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
+use crate::secret::Secret;
 use jute::codes::xid as reserved;
 use modes::{ModeChange, ServerModes};
 use quorum::QuorumCheck;
@@ -177,7 +178,7 @@ pub struct Session {
     state: SessionState,
     link: Link,
     session_id: i64,
-    passwd: Bytes,
+    passwd: Secret,
     negotiated: Option<Duration>,
     /// Whether a read/write server ever accepted this session (Java's `seenRwServerBefore`):
     /// until then a reconnect asks for a new session.
@@ -205,7 +206,7 @@ pub struct Session {
     pending: VecDeque<Pending>,
     /// Sent auth packets (xid -4) in order; `Some` when a caller waits.
     auth_pending: VecDeque<Option<RequestId>>,
-    credentials: Vec<(String, Bytes)>,
+    credentials: Vec<(String, Secret)>,
     /// Callers of `add_auth` waiting for a connection: index into `credentials`.
     auth_waiting: Vec<(usize, RequestId)>,
     ping_queued: bool,
@@ -271,7 +272,7 @@ impl Session {
             state: SessionState::Connecting,
             link: Link::Down { retry_at: None },
             session_id: resume.as_ref().map_or(0, |(id, _)| *id),
-            passwd: resume.map_or_else(|| Bytes::from_static(&[0; 16]), |(_, p)| p),
+            passwd: resume.map_or_else(|| Secret::new(vec![0; 16]), |(_, p)| p),
             negotiated: None,
             // A resumed session was served by a read/write server: ask for it by id.
             seen_rw_server: resumed,

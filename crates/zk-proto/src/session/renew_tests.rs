@@ -127,7 +127,7 @@ fn without_renewal_an_expired_session_stays_expired() {
 #[test]
 fn a_session_that_never_was_established_is_not_renewed() {
     let mut h = Harness::new(SessionConfig {
-        resume: Some((7, Bytes::from_static(&[1; 16]))),
+        resume: Some((7, crate::Secret::new(vec![1; 16]))),
         ..renewing()
     });
     h.connect();
