@@ -1,6 +1,7 @@
 //! The public, cheaply cloneable client handle ([`Client`]): every ZooKeeper call, queued when
 //! it is made. Its builder, the call options and the watch handles have modules of their own.
 
+mod admin;
 mod builder;
 mod ensemble;
 mod follow;
