@@ -212,7 +212,9 @@ impl Checker {
                 .deadline
                 .is_some_and(|deadline| deadline <= self.now),
             Error::SessionExpired => self.state == SessionState::Expired,
-            Error::AuthFailed => self.state == SessionState::AuthFailed,
+            Error::AuthFailed | Error::SessionClosedRequireSaslAuth => {
+                self.state == SessionState::AuthFailed
+            }
             Error::Closed => self.state == SessionState::Closed,
             Error::NoServerReachable { .. } => self.state == SessionState::Closed && self.gave_up,
             Error::ReplyTooLarge { .. } => self.step.too_large == Some(id),
@@ -240,7 +242,9 @@ impl Checker {
                 caller.watch = WatchStatus::Done;
                 let fits = match error {
                     Error::SessionExpired => self.state == SessionState::Expired,
-                    Error::AuthFailed => self.state == SessionState::AuthFailed,
+                    Error::AuthFailed | Error::SessionClosedRequireSaslAuth => {
+                        self.state == SessionState::AuthFailed
+                    }
                     Error::Closed | Error::NoServerReachable { .. } => {
                         self.state == SessionState::Closed
                     }

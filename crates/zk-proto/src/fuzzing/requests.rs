@@ -408,7 +408,7 @@ pub(super) fn sample_response(
 }
 
 /// The error codes of [`ERROR_REPLY`], by argument (modulo the length).
-pub(super) const ERROR_CODES: [ErrorCode; 16] = [
+pub(super) const ERROR_CODES: [ErrorCode; 17] = [
     ErrorCode::NO_NODE,
     ErrorCode::NODE_EXISTS,
     ErrorCode::BAD_VERSION,
@@ -425,6 +425,8 @@ pub(super) const ERROR_CODES: [ErrorCode; 16] = [
     ErrorCode::THROTTLED_OP,
     ErrorCode::REQUEST_TIMEOUT,
     ErrorCode::NO_WATCHER,
+    // Ends the session (AuthFailed): the server requires authentication.
+    ErrorCode::SESSION_CLOSED_REQUIRE_SASL_AUTH,
 ];
 
 /// The event types of [`NOTIFY`], by argument bits 0-2.

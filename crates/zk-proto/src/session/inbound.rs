@@ -160,6 +160,24 @@ impl Session {
     }
 
     pub(super) fn complete(&mut self, pending: Pending, err: ErrorCode, body: Option<Response>) {
+        if err == ErrorCode::SESSION_CLOSED_REQUIRE_SASL_AUTH {
+            // The server serves only authenticated sessions, and closes the connection after
+            // this reply. Resuming would draw the same refusal for ever: the session is over,
+            // for this request's caller and for every other one (also when the refused request
+            // was the client's own, say its read of the ensemble configuration).
+            tracing::warn!(
+                session_id = format_args!("{:#x}", self.session_id),
+                "the server requires authentication (SASL) that this session does not have"
+            );
+            if let Some(id) = pending.id {
+                self.reply(id, Err(Error::SessionClosedRequireSaslAuth), false);
+            }
+            self.terminate(
+                SessionState::AuthFailed,
+                Error::SessionClosedRequireSaslAuth,
+            );
+            return;
+        }
         let error = Error::from_code(err);
         if error.is_none() {
             // Whether or not a caller still waits (a timed-out one does not): the server ran it.
