@@ -125,6 +125,58 @@ impl Context {
     }
 }
 
+/// How long [`alert_after_write_failure`] reads for the alert the server sent.
+const ALERT_READ: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// When the handshake failed on a write to a connection the server closed (broken pipe,
+/// reset), reads what the server sent before closing and, if it holds a plaintext TLS alert
+/// record, returns that alert as the error: the server's reason, which a retry would meet
+/// again, rather than a lost connection, which a retry may cure. Any other error as it was.
+pub(crate) async fn alert_after_write_failure<S: AsyncRead + Unpin>(
+    error: io::Error,
+    stream: &mut S,
+) -> io::Error {
+    let closed_by_peer = matches!(
+        error.kind(),
+        io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+    );
+    if rustls_error(&error).is_some() || !closed_by_peer {
+        return error;
+    }
+    let mut received = Vec::new();
+    let read = async {
+        let mut chunk = [0u8; 1024];
+        // Bounded: a handshake's worth of records at most.
+        while received.len() < 16 * 1024 {
+            match tokio::io::AsyncReadExt::read(stream, &mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => received.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(ALERT_READ, read).await;
+    match find_alert(&received) {
+        Some(alert) => io::Error::new(error.kind(), rustls::Error::AlertReceived(alert)),
+        None => error,
+    }
+}
+
+/// The description of the first plaintext alert record in `bytes` (content type 21, a TLS
+/// version 3.x, length 2), walking the records from the start.
+fn find_alert(bytes: &[u8]) -> Option<AlertDescription> {
+    let mut rest = bytes;
+    while let [content_type, 3, _, len_hi, len_lo, body @ ..] = rest {
+        let len = usize::from(u16::from_be_bytes([*len_hi, *len_lo]));
+        if *content_type == 21 && len == 2 {
+            return body.get(1).map(|d| AlertDescription::from(*d));
+        }
+        rest = body.get(len..)?;
+    }
+    None
+}
+
 fn rustls_error(error: &io::Error) -> Option<&rustls::Error> {
     error.get_ref()?.downcast_ref::<rustls::Error>()
 }
@@ -240,6 +292,42 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Classified<S> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_alert_record_is_found_behind_handshake_records() {
+        // A server hello (handshake record of 3 bytes), then alert bad_certificate (42).
+        let bytes = [22, 3, 3, 0, 3, 2, 0, 0, 21, 3, 3, 0, 2, 2, 42];
+        assert_eq!(find_alert(&bytes), Some(AlertDescription::BadCertificate));
+        assert_eq!(find_alert(&bytes[..13]), None, "cut short");
+        assert_eq!(
+            find_alert(&[21, 3, 1, 0, 2, 2, 116]),
+            Some(AlertDescription::CertificateRequired)
+        );
+        assert_eq!(find_alert(b"HTTP/1.1 400"), None);
+        assert_eq!(
+            find_alert(&[22, 3, 3, 0xff, 0xff, 1]),
+            None,
+            "a length past the end"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_failure_with_an_alert_behind_it_is_the_alert() {
+        let broken = || io::Error::new(io::ErrorKind::BrokenPipe, "broken pipe");
+        let mut with_alert: &[u8] = &[21, 3, 3, 0, 2, 2, 48];
+        let error = alert_after_write_failure(broken(), &mut with_alert).await;
+        assert!(
+            matches!(
+                rustls_error(&error),
+                Some(rustls::Error::AlertReceived(AlertDescription::UnknownCA))
+            ),
+            "{error:?}"
+        );
+        let mut nothing: &[u8] = &[];
+        let error = alert_after_write_failure(broken(), &mut nothing).await;
+        assert!(rustls_error(&error).is_none());
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
+    }
+
     use super::*;
 
     fn context(client_cert: bool) -> Context {

@@ -320,9 +320,14 @@ impl Connector {
             server_name: shown,
             client_cert: self.client_cert,
         };
-        match self.inner.connect(name, counting).await {
+        match self.inner.connect(name, counting).into_fallible().await {
             Ok(stream) => Ok(Classified::new(stream, context)),
-            Err(error) => Err(context.classify_handshake(error, first_byte.get())),
+            Err((error, mut tcp)) => {
+                // A write that fails because the server closed first (TLS 1.2 refusing a
+                // client certificate closes right after its alert) hides the alert: read it.
+                let error = classify::alert_after_write_failure(error, &mut tcp).await;
+                Err(context.classify_handshake(error, first_byte.get()))
+            }
         }
     }
 }
