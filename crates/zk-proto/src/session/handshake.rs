@@ -343,7 +343,11 @@ impl Session {
                 },
             });
         }
-        self.moving = None;
+        // A move that lands on a read-only server ends in doubt: that server cannot vouch for
+        // the session (no quorum), so the state goes through `Disconnected` as on any loss.
+        if self.moving.take().is_some() && read_only {
+            self.set_state(SessionState::Disconnected);
+        }
         self.set_state(if read_only {
             SessionState::ConnectedReadOnly
         } else {

@@ -136,3 +136,25 @@ fn a_loss_that_the_client_did_not_choose_is_a_disconnection_at_once() {
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     assert_eq!(states(&h.events()), [SessionState::Disconnected]);
 }
+
+#[test]
+fn a_move_that_lands_on_a_read_only_server_goes_through_disconnected() {
+    let mut h = Harness::new(SessionConfig {
+        hosts: vec![host(1), host(2), host(3)],
+        shuffle_hosts: false,
+        rng_seed: Some(7),
+        read_only: true,
+        ..config()
+    });
+    assert!(h.session.poll_connect(h.now).is_some());
+    h.establish(0x77, 3_000);
+    h.events();
+    move_off(&mut h);
+    assert_eq!(states(&h.events()), []);
+    assert!(h.session.poll_connect(h.now).is_some());
+    h.establish_on(0x77, 3_000, true);
+    assert_eq!(
+        states(&h.events()),
+        [SessionState::Disconnected, SessionState::ConnectedReadOnly]
+    );
+}
