@@ -140,18 +140,28 @@ pub(crate) enum Command {
     /// List the children of a node (sorted), or with -R every node below it
     Ls {
         /// Every descendant, as full paths, breadth first
-        #[arg(short = 'R', long)]
+        #[arg(short = 'R', long, conflicts_with = "watch")]
         recursive: bool,
+        /// Leave a one-shot child watch and print its event when it fires (rzk waits for it;
+        /// the shell prints it when it comes)
+        #[arg(short = 'w', long)]
+        watch: bool,
         /// The node
         path: String,
     },
     /// Print a node's data (raw bytes; --json: text or base64, and the Stat)
     Get {
+        /// Leave a one-shot data watch and print its event when it fires
+        #[arg(short = 'w', long)]
+        watch: bool,
         /// The node
         path: String,
     },
     /// Print a node's Stat
     Stat {
+        /// Leave a one-shot watch (creation, change, deletion) and print its event when it fires
+        #[arg(short = 'w', long)]
+        watch: bool,
         /// The node
         path: String,
     },
@@ -167,11 +177,16 @@ pub(crate) enum Command {
     },
     /// Create a node; prints its path (with the sequence number for -s)
     Create(CreateArgs),
-    /// Delete a node; with -r its children first
+    /// Delete a node; with -r its children first (zkCli: delete, deleteall)
+    #[command(alias = "delete")]
     Rm {
         /// Delete the node's whole subtree, deepest nodes first
         #[arg(short, long)]
         recursive: bool,
+        /// With -r: delete in transactions (multi) of at most N nodes each, as zkCli's
+        /// deleteall -b does; by default each delete is its own request
+        #[arg(short, long, value_name = "N", requires = "recursive", value_parser = clap::value_parser!(u32).range(1..))]
+        batch: Option<u32>,
         /// Only if the node is at this data version (not with -r)
         #[arg(long, conflicts_with = "recursive")]
         version: Option<i32>,
@@ -187,16 +202,29 @@ pub(crate) enum Command {
         #[arg(default_value = "/")]
         path: String,
     },
+    /// Delete a node and its whole subtree (rm -r; zkCli's deleteall)
+    Deleteall {
+        /// Delete in transactions (multi) of at most N nodes each
+        #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        batch: Option<u32>,
+        /// The node
+        path: String,
+    },
     /// Print a node's ACL, one scheme:id:perms per line
+    #[command(alias = "getAcl")]
     Getacl {
         /// The node
         path: String,
     },
-    /// Set a node's ACL
+    /// Set a node's ACL (with -R, of its whole subtree)
+    #[command(alias = "setAcl")]
     Setacl {
         /// Only if the node is at this ACL version (exit 4 otherwise)
-        #[arg(long)]
+        #[arg(long, conflicts_with = "recursive")]
         version: Option<i32>,
+        /// Set the ACL of every node of the subtree, the node first
+        #[arg(short = 'R', long)]
+        recursive: bool,
         /// The node
         path: String,
         /// scheme:id:perms,... with perms letters of cdrwa (world:anyone:r,auth::cdrwa)
@@ -208,6 +236,68 @@ pub(crate) enum Command {
     Sync {
         /// The node
         #[arg(default_value = "/")]
+        path: String,
+    },
+    /// How many nodes are below a node (all descendants, one request)
+    #[command(name = "children-count", alias = "getAllChildrenNumber")]
+    ChildrenCount {
+        /// The node
+        path: String,
+    },
+    /// The session's ephemeral nodes under a path (in a one-shot rzk, none: use the shell)
+    #[command(alias = "getEphemerals")]
+    Ephemerals {
+        /// Only those whose path starts with this
+        #[arg(default_value = "/")]
+        path: String,
+    },
+    /// Remove the session's watches on a node (useful in the shell)
+    #[command(alias = "removewatches")]
+    Unwatch {
+        /// Child watches only
+        #[arg(short, conflicts_with_all = ["data", "any"])]
+        children: bool,
+        /// Data and exists watches only
+        #[arg(short, conflicts_with = "any")]
+        data: bool,
+        /// Every watch (the default)
+        #[arg(short)]
+        any: bool,
+        /// The node
+        path: String,
+    },
+    /// Print the ensemble's configuration (/zookeeper/config), parsed, or as stored with --raw
+    Config {
+        /// The data as the server stores it
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Change the ensemble's membership (needs reconfigEnabled on the servers and, with
+    /// ACLs on, the super user); prints the new configuration
+    Reconfig(ReconfigArgs),
+    /// Set a quota on a node's subtree: -n nodes and/or -b bytes (soft: logged when
+    /// exceeded), -N/-B hard (refused when exceeded, with enforceQuota on the server)
+    Setquota(QuotaLimits),
+    /// Print a node's quota and what its subtree uses
+    Listquota {
+        /// The node
+        path: String,
+    },
+    /// Remove a node's quota, or with -n/-b/-N/-B only those limits
+    Delquota {
+        /// The node-count (soft) limit only
+        #[arg(short = 'n')]
+        count: bool,
+        /// The bytes (soft) limit only
+        #[arg(short = 'b')]
+        bytes: bool,
+        /// The node-count hard limit only
+        #[arg(short = 'N')]
+        count_hard: bool,
+        /// The bytes hard limit only
+        #[arg(short = 'B')]
+        bytes_hard: bool,
+        /// The node
         path: String,
     },
     /// Print the changes of a node (-R: of its subtree) as they come, until interrupted
@@ -246,6 +336,49 @@ pub(crate) enum Command {
         )]
         args: Vec<OsString>,
     },
+}
+
+/// `reconfig`'s arguments: incremental (`--add`, `--remove`) or the whole new membership
+/// (`--members`, `--file`).
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("change").required(true).multiple(true).args(["add", "remove", "members", "file"])))]
+pub(crate) struct ReconfigArgs {
+    /// Servers to add, server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENT (repeatable, or
+    /// comma-separated)
+    #[arg(long, value_name = "SERVER", conflicts_with_all = ["members", "file"])]
+    pub(crate) add: Vec<String>,
+    /// Server ids to remove (repeatable, or comma-separated)
+    #[arg(long, value_name = "ID", conflicts_with_all = ["members", "file"])]
+    pub(crate) remove: Vec<String>,
+    /// The whole new membership, server lines separated by commas (repeatable)
+    #[arg(long, value_name = "SERVERS", conflicts_with = "file")]
+    pub(crate) members: Vec<String>,
+    /// The whole new membership from a file of server.N= lines (other lines ignored)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) file: Option<std::path::PathBuf>,
+    /// Only if the current configuration is this version (hex, as config prints it; zkCli's -v)
+    #[arg(long, value_name = "VERSION")]
+    pub(crate) from_config: Option<String>,
+}
+
+/// `setquota`'s limits: at least one.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("limit").required(true).multiple(true).args(["count", "bytes", "count_hard", "bytes_hard"])))]
+pub(crate) struct QuotaLimits {
+    /// At most this many nodes in the subtree, the node included (soft limit)
+    #[arg(short = 'n', value_name = "N")]
+    pub(crate) count: Option<i64>,
+    /// At most this many bytes of data in the subtree (soft limit)
+    #[arg(short = 'b', value_name = "BYTES")]
+    pub(crate) bytes: Option<i64>,
+    /// Hard limit on the number of nodes
+    #[arg(short = 'N', value_name = "N")]
+    pub(crate) count_hard: Option<i64>,
+    /// Hard limit on the bytes
+    #[arg(short = 'B', value_name = "BYTES")]
+    pub(crate) bytes_hard: Option<i64>,
+    /// The node
+    pub(crate) path: String,
 }
 
 /// `create`'s arguments.

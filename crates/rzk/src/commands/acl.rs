@@ -24,15 +24,19 @@ pub(super) async fn getacl(client: &Client, path: &str, out: Output) -> Outcome 
     Ok(0)
 }
 
-/// `setacl [--version N] PATH ACL`.
+/// `setacl [--version N] [-R] PATH ACL`.
 pub(super) async fn setacl(
     client: &Client,
     path: &str,
     acl: &str,
     version: Option<i32>,
+    recursive: bool,
     out: Output,
 ) -> Outcome {
     let acl = parse_acl(acl).map_err(Failure::usage)?;
+    if recursive {
+        return setacl_tree(client, path, acl, out).await;
+    }
     let stat = client
         .set_acl(path, acl, version)
         .await
@@ -61,6 +65,50 @@ pub(super) async fn whoami(client: &Client, out: Output) -> Outcome {
             .map(|i| format!("{} {}", i.auth_scheme, i.user))
             .collect();
         out.lines(&lines)?;
+    }
+    Ok(0)
+}
+
+/// `setacl -R PATH ACL`: the node first, then each level of its subtree with every request
+/// of a level sent back to back. A node deleted meanwhile is skipped; one whose ACL this
+/// session may not change ends the command (the nodes before it have the new ACL).
+async fn setacl_tree(client: &Client, root: &str, acl: Vec<zk_proto::Acl>, out: Output) -> Outcome {
+    let mut level = vec![root.to_owned()];
+    let mut changed = 0u64;
+    while !level.is_empty() {
+        // Each node is listed before its ACL changes: the new ACL may not let this session
+        // read it.
+        let sets: Vec<_> = level
+            .iter()
+            .map(|p| {
+                (
+                    p,
+                    client.get_children(p),
+                    client.set_acl(p, acl.clone(), None),
+                )
+            })
+            .collect();
+        let mut next = Vec::new();
+        for (node, children, set) in sets {
+            let listed = children.await;
+            match set.await {
+                Ok(_) => changed += 1,
+                Err(zk_proto::Error::NoNode) if node != root => continue,
+                Err(e) => return Err(zk_failure("setacl -R", node, &e)),
+            }
+            match listed {
+                Ok(mut names) => {
+                    names.sort();
+                    next.extend(names.iter().map(|c| crate::paths::child(node, c)));
+                }
+                Err(zk_proto::Error::NoNode) => {}
+                Err(e) => return Err(zk_failure("setacl -R: list", node, &e)),
+            }
+        }
+        level = next;
+    }
+    if out.json {
+        out.json(&json!({ "path": root, "changed": changed }))?;
     }
     Ok(0)
 }

@@ -7,15 +7,21 @@
 //! - `lock`: lock (and lock --once), locks
 //! - `leader`: leader
 //! - `barrier`: barrier, gate
+//! - `admin`: config, reconfig
+//! - `quota`: setquota, listquota, delquota
 //! - `bench`: bench (no session: the benchmark opens its own)
 
 mod acl;
+mod admin;
 mod barrier;
 mod bench;
 mod leader;
 mod lock;
 mod nodes;
+mod quota;
 mod watch;
+
+pub(crate) use nodes::WatchSink;
 
 use std::io::Read;
 
@@ -66,7 +72,7 @@ async fn session(connector: &Connector, command: Command, out: Output) -> Outcom
         _ => None,
     };
     let client = connector.connect().await?;
-    let outcome = dispatch(&client, connector, command, data, out).await;
+    let outcome = dispatch(&client, connector, command, data, out, &WatchSink::Wait).await;
     // Closing ends the session at once: its ephemeral nodes (a lock, a candidate) go now.
     // Without a connection rzk does not wait for one: the ensemble ends the session after its
     // timeout, and nothing rzk holds outlives the command it stopped.
@@ -76,31 +82,78 @@ async fn session(connector: &Connector, command: Command, out: Output) -> Outcom
     outcome
 }
 
-async fn dispatch(
+/// Runs one command on an open session; `sink` says where one-shot watch events go.
+pub(crate) async fn dispatch(
     client: &Client,
     connector: &Connector,
     command: Command,
     data: Option<Vec<u8>>,
     out: Output,
+    sink: &WatchSink,
 ) -> Outcome {
     let data = data.unwrap_or_default();
     match command {
-        Command::Ls { recursive, path } => nodes::ls(client, &path, recursive, out).await,
-        Command::Get { path } => nodes::get(client, &path, out).await,
-        Command::Stat { path } => nodes::stat(client, &path, out).await,
+        Command::Ls {
+            recursive,
+            watch,
+            path,
+        } => nodes::ls(client, &path, recursive, watch, out, sink).await,
+        Command::Get { watch, path } => nodes::get(client, &path, watch, out, sink).await,
+        Command::Stat { watch, path } => nodes::stat(client, &path, watch, out, sink).await,
         Command::Set { path, version, .. } => nodes::set(client, &path, data, version, out).await,
         Command::Create(args) => nodes::create(client, &args, data, out).await,
         Command::Rm {
             recursive,
+            batch,
             version,
             path,
-        } => nodes::rm(client, &path, recursive, version, out).await,
+        } => nodes::rm(client, &path, recursive, batch, version, out).await,
+        Command::Deleteall { batch, path } => {
+            nodes::rm(client, &path, true, batch, None, out).await
+        }
         Command::Tree { max_depth, path } => nodes::tree(client, &path, max_depth, out).await,
         Command::Sync { path } => nodes::sync(client, &path, out).await,
-        Command::Getacl { path } => acl::getacl(client, &path, out).await,
-        Command::Setacl { path, acl, version } => {
-            acl::setacl(client, &path, &acl, version, out).await
+        Command::ChildrenCount { path } => nodes::children_count(client, &path, out).await,
+        Command::Ephemerals { path } => nodes::ephemerals(client, &path, out).await,
+        Command::Unwatch {
+            children,
+            data,
+            path,
+            ..
+        } => {
+            let kind = match (children, data) {
+                (true, _) => zk_proto::WatcherType::CHILDREN,
+                (_, true) => zk_proto::WatcherType::DATA,
+                _ => zk_proto::WatcherType::ANY,
+            };
+            nodes::unwatch(client, &path, kind, out).await
         }
+        Command::Config { raw } => admin::config(client, raw, out).await,
+        Command::Reconfig(args) => admin::reconfig(client, &args, out).await,
+        Command::Setquota(limits) => quota::setquota(client, &limits, out).await,
+        Command::Listquota { path } => quota::listquota(client, &path, out).await,
+        Command::Delquota {
+            count,
+            bytes,
+            count_hard,
+            bytes_hard,
+            path,
+        } => {
+            let which = quota::Which {
+                count,
+                bytes,
+                count_hard,
+                bytes_hard,
+            };
+            quota::delquota(client, &path, which, out).await
+        }
+        Command::Getacl { path } => acl::getacl(client, &path, out).await,
+        Command::Setacl {
+            path,
+            acl,
+            version,
+            recursive,
+        } => acl::setacl(client, &path, &acl, version, recursive, out).await,
         Command::Whoami => acl::whoami(client, out).await,
         Command::Watch {
             recursive,
@@ -124,18 +177,34 @@ async fn dispatch(
 /// # Errors
 ///
 /// A usage failure naming the first bad one.
-fn check(command: &Command) -> Result<(), Failure> {
+pub(crate) fn check(command: &Command) -> Result<(), Failure> {
     match command {
         Command::Ls { path, .. }
-        | Command::Get { path }
-        | Command::Stat { path }
+        | Command::Get { path, .. }
+        | Command::Stat { path, .. }
+        | Command::ChildrenCount { path }
+        | Command::Unwatch { path, .. }
+        | Command::Listquota { path }
+        | Command::Delquota { path, .. }
         | Command::Set { path, .. }
         | Command::Tree { path, .. }
         | Command::Sync { path }
         | Command::Getacl { path }
         | Command::Watch { path, .. }
         | Command::Locks { path } => paths::check(path),
-        Command::Rm { path, .. } => {
+        // getEphemerals takes any prefix of a path (`/a/b` matches `/a/bc`).
+        Command::Ephemerals { path } => {
+            if path.starts_with('/') {
+                Ok(())
+            } else {
+                Err(Failure::usage(format!(
+                    "ephemerals {path:?}: must start with '/'"
+                )))
+            }
+        }
+        Command::Setquota(limits) => quota::check_path(&limits.path),
+        Command::Reconfig(args) => admin::change(args).map(drop),
+        Command::Rm { path, .. } | Command::Deleteall { path, .. } => {
             paths::check(path)?;
             if path == "/" {
                 return Err(Failure::usage("refusing to delete the root node"));
@@ -170,7 +239,7 @@ fn check(command: &Command) -> Result<(), Failure> {
         Command::Leader(args) => paths::check(&args.path),
         Command::Barrier(args) => paths::check(&args.path),
         Command::Gate(args) => paths::check(&args.path),
-        Command::Whoami | Command::Bench { .. } => Ok(()),
+        Command::Whoami | Command::Config { .. } | Command::Bench { .. } => Ok(()),
     }
 }
 

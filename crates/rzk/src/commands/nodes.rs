@@ -20,12 +20,28 @@ use crate::spec::parse_acl;
 /// How many times `rm -r` lists and deletes again when nodes keep appearing under it.
 const RM_ROUNDS: usize = 10;
 
-/// `ls [-R] PATH`.
-pub(super) async fn ls(client: &Client, path: &str, recursive: bool, out: Output) -> Outcome {
-    let mut children = client
-        .get_children(path)
-        .await
-        .map_err(|e| zk_failure("ls", path, &e))?;
+/// `ls [-R] [-w] PATH`.
+pub(super) async fn ls(
+    client: &Client,
+    path: &str,
+    recursive: bool,
+    watch: bool,
+    out: Output,
+    sink: &WatchSink,
+) -> Outcome {
+    let (mut children, watcher) = if watch {
+        let (children, watcher) = client
+            .get_children_watch(path)
+            .await
+            .map_err(|e| zk_failure("ls", path, &e))?;
+        (children, Some(watcher))
+    } else {
+        let children = client
+            .get_children(path)
+            .await
+            .map_err(|e| zk_failure("ls", path, &e))?;
+        (children, None)
+    };
     children.sort();
     if !recursive {
         if out.json {
@@ -33,7 +49,7 @@ pub(super) async fn ls(client: &Client, path: &str, recursive: bool, out: Output
         } else {
             out.lines(&children)?;
         }
-        return Ok(0);
+        return sink.fired(watcher, path, out).await;
     }
     let listing = subtree(client, path, None).await?;
     let nodes: Vec<String> = listing.levels.into_iter().flatten().collect();
@@ -166,28 +182,177 @@ async fn subtree(
     Ok(listing)
 }
 
-/// `get PATH`.
-pub(super) async fn get(client: &Client, path: &str, out: Output) -> Outcome {
-    let (data, stat) = client
-        .get_data(path)
-        .await
-        .map_err(|e| zk_failure("get", path, &e))?;
+/// `get [-w] PATH`.
+pub(super) async fn get(
+    client: &Client,
+    path: &str,
+    watch: bool,
+    out: Output,
+    sink: &WatchSink,
+) -> Outcome {
+    let (data, stat, watcher) = if watch {
+        let (data, stat, watcher) = client
+            .get_data_watch(path)
+            .await
+            .map_err(|e| zk_failure("get", path, &e))?;
+        (data, stat, Some(watcher))
+    } else {
+        let (data, stat) = client
+            .get_data(path)
+            .await
+            .map_err(|e| zk_failure("get", path, &e))?;
+        (data, stat, None)
+    };
     if out.json {
         out.json(&DataJson::new(path, &data, &stat))?;
     } else {
         out.raw(&data)?;
     }
+    sink.fired(watcher, path, out).await
+}
+
+/// `stat [-w] PATH`. With `-w` the watch is left also when the node does not exist (it
+/// fires on its creation), as zkCli's `stat -w` does; the command still fails with exit 3.
+pub(super) async fn stat(
+    client: &Client,
+    path: &str,
+    watch: bool,
+    out: Output,
+    sink: &WatchSink,
+) -> Outcome {
+    let (stat, watcher) = if watch {
+        let (stat, watcher) = client
+            .exists_watch(path)
+            .await
+            .map_err(|e| zk_failure("stat", path, &e))?;
+        (stat, Some(watcher))
+    } else {
+        let stat = client
+            .exists(path)
+            .await
+            .map_err(|e| zk_failure("stat", path, &e))?;
+        (stat, None)
+    };
+    let Some(stat) = stat else {
+        if let (Some(watcher), WatchSink::Background(_)) = (watcher, sink) {
+            // In the shell the watch stays and its event is printed when it comes.
+            sink.fired(Some(watcher), path, out).await?;
+        }
+        return Err(zk_failure("stat", path, &Error::NoNode));
+    };
+    print_stat(path, &stat, out)?;
+    sink.fired(watcher, path, out).await
+}
+
+/// Where the event of a one-shot watch (`get -w`, `ls -w`, `stat -w`) goes.
+#[derive(Debug, Clone)]
+pub(crate) enum WatchSink {
+    /// A single command: wait for the event, print it on stdout (after the result), and
+    /// exit 0; SIGINT, SIGTERM or SIGHUP end the wait (exit 0).
+    Wait,
+    /// The shell: the event is sent here when it comes, and the command returns at once.
+    #[allow(dead_code)] // the shell, next
+    Background(tokio::sync::mpsc::UnboundedSender<String>),
+}
+
+impl WatchSink {
+    /// Delivers the event of `watcher`, if there is one, the way this sink does.
+    ///
+    /// # Errors
+    ///
+    /// With [`WatchSink::Wait`], the session's end before the watch fired.
+    pub(crate) async fn fired(
+        &self,
+        watcher: Option<zk_proto::OneshotWatcher>,
+        path: &str,
+        out: Output,
+    ) -> Outcome {
+        let Some(watcher) = watcher else {
+            return Ok(0);
+        };
+        match self {
+            WatchSink::Wait => {
+                let mut signals = crate::supervise::Signals::new()?;
+                tokio::select! {
+                    event = watcher.changed() => {
+                        let event = event.map_err(|e| zk_failure("watch", path, &e))?;
+                        if out.json {
+                            out.json(&crate::output::EventJson::from(&event))?;
+                        } else {
+                            out.line(&crate::output::event_line(&event))?;
+                        }
+                        Ok(0)
+                    }
+                    _ = signals.recv() => Ok(0),
+                }
+            }
+            WatchSink::Background(tx) => {
+                let tx = tx.clone();
+                let path = path.to_owned();
+                tokio::spawn(async move {
+                    let text = match watcher.changed().await {
+                        Ok(event) if out.json => {
+                            serde_json::to_string(&crate::output::EventJson::from(&event))
+                                .unwrap_or_default()
+                        }
+                        Ok(event) => format!("WATCHER: {}", crate::output::event_line(&event)),
+                        Err(e) => format!(
+                            "WATCHER: the watch on {path} is lost: {}",
+                            crate::exit::describe(&e)
+                        ),
+                    };
+                    let _ = tx.send(text);
+                });
+                Ok(0)
+            }
+        }
+    }
+}
+
+/// `children-count PATH` (zkCli's getAllChildrenNumber): every node below, one request.
+pub(super) async fn children_count(client: &Client, path: &str, out: Output) -> Outcome {
+    let count = client
+        .get_all_children_number(path)
+        .await
+        .map_err(|e| zk_failure("children-count", path, &e))?;
+    if out.json {
+        out.json(&json!({ "path": path, "count": count }))?;
+    } else {
+        out.line(&count.to_string())?;
+    }
     Ok(0)
 }
 
-/// `stat PATH`.
-pub(super) async fn stat(client: &Client, path: &str, out: Output) -> Outcome {
-    let stat = client
-        .exists(path)
+/// `ephemerals [PREFIX]` (zkCli's getEphemerals): this session's ephemeral nodes, sorted.
+pub(super) async fn ephemerals(client: &Client, prefix: &str, out: Output) -> Outcome {
+    let mut nodes = client
+        .get_ephemerals(prefix)
         .await
-        .map_err(|e| zk_failure("stat", path, &e))?
-        .ok_or_else(|| zk_failure("stat", path, &Error::NoNode))?;
-    print_stat(path, &stat, out)
+        .map_err(|e| zk_failure("ephemerals", prefix, &e))?;
+    nodes.sort();
+    if out.json {
+        out.json(&json!({ "path": prefix, "ephemerals": nodes }))?;
+    } else {
+        out.lines(&nodes)?;
+    }
+    Ok(0)
+}
+
+/// `unwatch [-c|-d|-a] PATH` (zkCli's removewatches): removes this session's watches.
+pub(super) async fn unwatch(
+    client: &Client,
+    path: &str,
+    kind: zk_proto::WatcherType,
+    out: Output,
+) -> Outcome {
+    client
+        .remove_watches(path, kind)
+        .await
+        .map_err(|e| zk_failure("unwatch", path, &e))?;
+    if out.json {
+        out.json(&json!({ "path": path, "removed": true }))?;
+    }
+    Ok(0)
 }
 
 fn print_stat(path: &str, stat: &Stat, out: Output) -> Outcome {
@@ -289,16 +454,17 @@ pub(super) async fn create(
     Ok(0)
 }
 
-/// `rm [-r] [--version N] PATH`.
+/// `rm [-r [--batch N]] [--version N] PATH`.
 pub(super) async fn rm(
     client: &Client,
     path: &str,
     recursive: bool,
+    batch: Option<u32>,
     version: Option<i32>,
     out: Output,
 ) -> Outcome {
     let deleted = if recursive {
-        rm_tree(client, path).await?
+        rm_tree(client, path, batch).await?
     } else {
         client
             .delete(path, version)
@@ -312,9 +478,10 @@ pub(super) async fn rm(
     Ok(0)
 }
 
-/// Deletes `root`'s subtree, deepest level first (each level's deletes sent back to back);
-/// lists again when a node got new children meanwhile. Returns how many nodes it deleted.
-async fn rm_tree(client: &Client, root: &str) -> Result<u64, Failure> {
+/// Deletes `root`'s subtree, deepest level first (each level's deletes sent back to back, or
+/// in transactions of `batch` deletes); lists again when a node got new children meanwhile.
+/// Returns how many nodes it deleted.
+async fn rm_tree(client: &Client, root: &str, batch: Option<u32>) -> Result<u64, Failure> {
     let mut deleted = 0;
     for _ in 0..RM_ROUNDS {
         let listing = subtree(client, root, None).await?;
@@ -324,6 +491,15 @@ async fn rm_tree(client: &Client, root: &str) -> Result<u64, Failure> {
         let levels = listing.levels;
         let mut again = false;
         for level in levels.iter().rev() {
+            if let Some(batch) = batch {
+                let (done, retry) = delete_in_batches(client, level, batch).await?;
+                deleted += done;
+                if retry {
+                    again = true;
+                    break;
+                }
+                continue;
+            }
             let deletes: Vec<_> = level.iter().map(|p| (p, client.delete(p, None))).collect();
             for (node, delete) in deletes {
                 match delete.await {
@@ -346,6 +522,48 @@ async fn rm_tree(client: &Client, root: &str) -> Result<u64, Failure> {
         ExitClass::Conflict,
         format!("rm -r {root}: nodes kept appearing under it; gave up after {RM_ROUNDS} rounds"),
     ))
+}
+
+/// Deletes the nodes of one level in transactions of at most `batch` deletes each, all sent
+/// back to back (zkCli's `deleteall -b`). A transaction that fails (a node deleted or given
+/// a child meanwhile) is done again one delete at a time. Returns how many nodes were
+/// deleted and whether one had children (list again).
+async fn delete_in_batches(
+    client: &Client,
+    level: &[String],
+    batch: u32,
+) -> Result<(u64, bool), Failure> {
+    let size = usize::try_from(batch).unwrap_or(usize::MAX).max(1);
+    let multis: Vec<_> = level
+        .chunks(size)
+        .map(|chunk| {
+            let ops = chunk
+                .iter()
+                .map(|p| zk_proto::MultiOperation::delete(p.as_str(), None))
+                .collect();
+            (chunk, client.multi(ops))
+        })
+        .collect();
+    let mut deleted = 0;
+    let mut again = false;
+    for (chunk, multi) in multis {
+        let items = multi
+            .await
+            .map_err(|e| zk_failure("rm -r", &chunk[0], &e))?;
+        if items.iter().all(|i| i.error().is_none()) {
+            deleted += chunk.len() as u64;
+            continue;
+        }
+        for node in chunk {
+            match client.delete(node, None).await {
+                Ok(()) => deleted += 1,
+                Err(Error::NoNode) => {}
+                Err(Error::NotEmpty) => again = true,
+                Err(e) => return Err(zk_failure("rm", node, &e)),
+            }
+        }
+    }
+    Ok((deleted, again))
 }
 
 /// `tree [--max-depth N] PATH`.
