@@ -334,6 +334,10 @@ pub enum ConnectFailure {
     /// a session was established. Permanent (see [`ConnectFailure::is_permanent`]).
     #[error("TLS: {0}")]
     Tls(TlsFailure),
+    /// The SASL exchange did not finish within the attempt's budget: the mechanism's library
+    /// was blocked (Kerberos waiting for a KDC that does not answer, typically).
+    #[error("SASL: {0}")]
+    Sasl(String),
     /// No attempt was made.
     #[error("no attempt was made")]
     NotAttempted,

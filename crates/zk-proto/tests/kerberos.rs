@@ -27,7 +27,7 @@ use zk_testkit::client::{
     within,
 };
 use zk_testkit::fault::FaultProxy;
-use zk_testkit::kdc::{KdcTest, Realm, run_tests};
+use zk_testkit::kdc::{FrozenKdc, KdcTest, Realm, run_tests};
 
 /// A client principal whose keytab is the client keytab of the tests that name it.
 const ALICE: &str = "alice";
@@ -93,6 +93,11 @@ fn main() -> ExitCode {
                 name: "the_session_authenticates_again_after_a_server_restart",
                 client_keytab: Some(ALICE),
                 run: the_session_authenticates_again_after_a_server_restart,
+            },
+            KdcTest {
+                name: "a_frozen_kdc_fails_the_connect_in_time_and_leaves_the_runtime_free",
+                client_keytab: Some(ALICE),
+                run: a_frozen_kdc_fails_the_connect_in_time_and_leaves_the_runtime_free,
             },
             KdcTest {
                 name: "the_mechanism_answers_a_gssapi_acceptor_and_refuses_what_it_cannot_answer",
@@ -374,6 +379,68 @@ fn a_principal_the_kdc_does_not_know_fails_with_auth_failed_and_no_retry(realm: 
         )
         .await;
     });
+}
+
+/// A KDC that takes requests and never answers (frozen with SIGSTOP): the GSSAPI calls block
+/// for as long as the Kerberos library waits (about a minute), but they run on threads of
+/// their own, so a ticker on the same 2-worker runtime never misses a beat, and `connect`
+/// fails at its 5 s timeout with a typed error that names the SASL step and the KDC.
+fn a_frozen_kdc_fails_the_connect_in_time_and_leaves_the_runtime_free(realm: &Realm) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let server = kerberos_server(realm).await;
+        let frozen = FrozenKdc::freeze().expect("freeze the KDC");
+        let ticks = tokio::spawn(async {
+            let mut ticks = Vec::new();
+            let mut interval = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                interval.tick().await;
+                ticks.push(Instant::now());
+                if ticks.len() >= 140 {
+                    return ticks;
+                }
+            }
+        });
+        let started = Instant::now();
+        let result = as_principal(realm, ALICE)
+            .connect_timeout(Some(Duration::from_secs(5)))
+            .connect(&server.connect_string())
+            .await;
+        let took = started.elapsed();
+        let error = result.expect_err("no KDC, no session");
+        assert!(
+            took < Duration::from_secs(6),
+            "gave up after {took:?}: {error}"
+        );
+        assert!(
+            matches!(
+                &error,
+                Error::NoServerReachable {
+                    last_error: zk_proto::ConnectFailure::Sasl(_),
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("KDC"), "{error}");
+        let ticks = ticks.await.expect("the ticker");
+        let longest = ticks
+            .windows(2)
+            .map(|pair| pair[1] - pair[0])
+            .max()
+            .unwrap_or_default();
+        assert!(
+            longest < Duration::from_millis(500),
+            "the ticker waited {longest:?} for the runtime"
+        );
+        drop(frozen);
+    });
+    // The threads stuck on the KDC are not waited for.
+    runtime.shutdown_background();
 }
 
 fn a_stale_keytab_fails_with_auth_failed_and_no_retry(realm: &Realm) {

@@ -87,7 +87,7 @@ pub fn run_tests(setup: fn(&Realm) -> crate::Result<()>, tests: &[KdcTest]) -> E
     let mut passed = 0;
     let mut failed = Vec::new();
     for test in selected {
-        match run_process(kdc.realm(), test) {
+        match run_process(kdc.realm(), kdc.pid(), test) {
             Ok(()) => {
                 println!("test {} ... ok", test.name);
                 passed += 1;
@@ -144,7 +144,7 @@ fn run_one(name: &OsString, tests: &[KdcTest]) -> ExitCode {
 }
 
 /// Runs `test` in a process of the test binary; `Err` says why it failed.
-fn run_process(realm: &Realm, test: &KdcTest) -> Result<(), String> {
+fn run_process(realm: &Realm, kdc_pid: Option<u32>, test: &KdcTest) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("the test binary: {e}"))?;
     let ccache = realm.dir().join(format!("ccache-{}", test.name));
     fs::create_dir_all(&ccache).map_err(|e| format!("creating {}: {e}", ccache.display()))?;
@@ -155,6 +155,10 @@ fn run_process(realm: &Realm, test: &KdcTest) -> Result<(), String> {
     let mut child = Command::new(exe)
         .env(ENV_TEST, test.name)
         .env(super::ENV_REALM_DIR, realm.dir())
+        .env(
+            super::ENV_KDC_PID,
+            kdc_pid.map(|pid| pid.to_string()).unwrap_or_default(),
+        )
         .env("KRB5_CONFIG", realm.krb5_conf())
         .env("KRB5CCNAME", format!("DIR:{}", ccache.display()))
         .env("KRB5_CLIENT_KTNAME", &client_keytab)

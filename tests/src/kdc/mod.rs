@@ -48,6 +48,47 @@ pub const SERVER_PRINCIPAL: &str = "zookeeper/localhost";
 /// Environment variable: the realm directory, for [`Realm::from_env`].
 pub const ENV_REALM_DIR: &str = "ZK_TESTKIT_KRB5_DIR";
 
+/// The environment variable that gives a Kerberos test's process the pid of the running KDC
+/// (set by [`run_tests`]), for [`FrozenKdc`].
+pub const ENV_KDC_PID: &str = "ZK_TESTKIT_KDC_PID";
+
+/// The test KDC frozen (SIGSTOP) until this value is dropped (SIGCONT): a KDC that accepts
+/// requests and never answers, as a hung or partitioned one. For the Kerberos tests, which
+/// [`run_tests`] runs one at a time.
+#[derive(Debug)]
+pub struct FrozenKdc {
+    pid: rustix::process::Pid,
+}
+
+impl FrozenKdc {
+    /// Freezes the KDC whose pid [`ENV_KDC_PID`] gives.
+    ///
+    /// # Errors
+    ///
+    /// The variable is missing or the signal cannot be sent.
+    pub fn freeze() -> Result<FrozenKdc> {
+        let pid = std::env::var(ENV_KDC_PID)
+            .ok()
+            .and_then(|pid| pid.parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw)
+            .ok_or_else(|| {
+                Error::io(
+                    "freezing the KDC",
+                    std::io::Error::other(format!("{ENV_KDC_PID} is not set")),
+                )
+            })?;
+        rustix::process::kill_process(pid, rustix::process::Signal::STOP)
+            .map_err(|e| Error::io("freezing the KDC", e.into()))?;
+        Ok(FrozenKdc { pid })
+    }
+}
+
+impl Drop for FrozenKdc {
+    fn drop(&mut self) {
+        let _ = rustix::process::kill_process(self.pid, rustix::process::Signal::CONT);
+    }
+}
+
 /// How long the KDC may take to answer after it was started.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often readiness is polled.

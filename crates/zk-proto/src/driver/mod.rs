@@ -34,7 +34,7 @@ use crate::error::{ConnectFailure, Error};
 use crate::path::Chroot;
 use crate::read_only;
 use crate::request_timing::{DecodedAt, Issued, SendStamps};
-use crate::session::{Op, RequestId, Session, SessionEvent, SessionState, WatchedEvent};
+use crate::session::{Op, RequestId, SaslDone, Session, SessionEvent, SessionState, WatchedEvent};
 use crate::transport::Transport;
 
 /// What a request's caller gets back: the response (its body decoded by the op code sent).
@@ -140,6 +140,25 @@ pub(crate) type Dialer = Arc<dyn Fn(HostAddr) -> Connecting + Send + Sync>;
 #[cfg(test)]
 pub(crate) fn tcp_dialer() -> Dialer {
     crate::transport::Transport::Tcp.dialer()
+}
+
+/// Starts each step of a blocking SASL mechanism the session handed out on a thread of its
+/// own, whose result comes back on `done`. A plain thread, not the runtime's blocking pool:
+/// a step stuck in a library call (a frozen KDC) must not hold up the runtime's shutdown, and
+/// the session gives up on it after the attempt's budget anyway.
+fn run_sasl_work(session: &mut Session, done: &mpsc::UnboundedSender<SaslDone>) {
+    while let Some(work) = session.poll_sasl_work() {
+        let done = done.clone();
+        let started = std::thread::Builder::new()
+            .name("zk-sasl".into())
+            .spawn(move || {
+                let _ = done.send(work.run());
+            });
+        if let Err(error) = started {
+            // The step's budget runs out and the attempt fails.
+            tracing::warn!(%error, "cannot start a thread for a SASL step");
+        }
+    }
 }
 
 /// The search for a read/write server: completes with the first host (index in the host list)
@@ -264,6 +283,8 @@ impl Driver {
         // The search for a read/write server: runs while the session is read-only, and only
         // then (dropping it cancels it).
         let mut searching: Option<Searching> = None;
+        // Steps of a blocking SASL mechanism (Kerberos) come back here from their threads.
+        let (sasl_tx, mut sasl_rx) = mpsc::unbounded_channel();
         loop {
             // An attempt the session no longer wants (its budget ran out, the session ended)
             // is dropped; a new one starts when the session's backoff allows.
@@ -416,7 +437,11 @@ impl Driver {
                 } => {
                     self.session.handle_timeout(Instant::now().into_std());
                 },
+                Some(done) = sasl_rx.recv() => {
+                    self.session.handle_sasl_done(Instant::now().into_std(), done);
+                },
             }
+            run_sasl_work(&mut self.session, &sasl_tx);
             // Tell the handles what happened (a dropped connection first), then write what
             // the session wants sent.
             while let Some(event) = self.session.poll_event() {

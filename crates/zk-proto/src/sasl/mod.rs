@@ -95,6 +95,9 @@ type Factory = dyn Fn(&str) -> Result<Box<dyn SaslMechanism>, SaslError> + Send 
 pub struct SaslConfig {
     name: String,
     factory: Arc<Factory>,
+    /// Its start and steps may block (network I/O inside the mechanism): the session hands
+    /// them to the driver, which runs them on a blocking thread.
+    blocking: bool,
 }
 
 impl SaslConfig {
@@ -120,9 +123,11 @@ impl SaslConfig {
     /// the Kerberos section of docs/security.md).
     #[cfg(feature = "kerberos")]
     pub fn kerberos(options: KerberosOptions) -> Self {
+        // Acquiring credentials and the first context token may wait for a KDC.
         SaslConfig::custom("GSSAPI", move |host| {
             Ok(Box::new(Gssapi::new(&options, host)?))
         })
+        .blocking()
     }
 
     /// Another mechanism: `start` is called on every new connection, before the first token,
@@ -136,7 +141,24 @@ impl SaslConfig {
         SaslConfig {
             name: name.into(),
             factory: Arc::new(start),
+            blocking: false,
         }
+    }
+
+    /// Declares that the mechanism's start and steps may block (they wait for the network,
+    /// as Kerberos waits for a KDC): the client then runs them on a blocking thread, so that
+    /// the runtime's workers, the session's timers and other clients go on meanwhile, and
+    /// gives up an attempt whose step does not finish within the attempt's budget. Kerberos
+    /// is declared so.
+    #[must_use]
+    pub fn blocking(mut self) -> Self {
+        self.blocking = true;
+        self
+    }
+
+    /// Whether its start and steps run on a blocking thread ([`blocking`](Self::blocking)).
+    pub fn is_blocking(&self) -> bool {
+        self.blocking
     }
 
     /// The mechanism's name.
@@ -160,6 +182,7 @@ impl fmt::Debug for SaslConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SaslConfig")
             .field("mechanism", &self.name)
+            .field("blocking", &self.blocking)
             .finish_non_exhaustive()
     }
 }

@@ -303,7 +303,7 @@ impl Session {
             read_only,
             "session established"
         );
-        if !self.start_sasl(read_only) {
+        if !self.start_sasl(now, read_only) {
             self.session_ready(read_only);
         }
     }
@@ -343,6 +343,7 @@ impl Session {
                 },
             });
         }
+        self.ready_once = true;
         // A move that lands on a read-only server ends in doubt: that server cannot vouch for
         // the session (no quorum), so the state goes through `Disconnected` as on any loss.
         if self.moving.take().is_some() && read_only {
@@ -528,6 +529,13 @@ impl Session {
                     self.tried.insert(host);
                 }
                 self.last_failure = Some(ConnectFailure::HandshakeTimedOut(now - since));
+            }
+            Link::Up { .. } if self.authenticating() => {
+                self.failed_attempts = self.failed_attempts.saturating_add(1);
+                if let Some(host) = self.current_host {
+                    self.tried.insert(host);
+                }
+                self.last_failure = Some(self.sasl_unfinished(now));
             }
             _ => {}
         }

@@ -56,7 +56,8 @@ use jute::codes::xid as reserved;
 use modes::{ModeChange, ServerModes};
 use quorum::QuorumCheck;
 use request::{AfterReply, Encoded};
-use sasl::SaslRun;
+pub use sasl::{SaslDone, SaslWork};
+use sasl::{SaslJobs, SaslRun};
 use watch::WatchRegistry;
 use xid::XidAllocator;
 
@@ -234,6 +235,11 @@ pub struct Session {
     last_failure: Option<ConnectFailure>,
     /// The SASL exchange under way on this connection, if any.
     sasl: Option<SaslRun>,
+    /// Steps of a blocking SASL mechanism for the driver to run ([`Session::poll_sasl_work`]).
+    sasl_jobs: SaslJobs,
+    /// The session was ready once (handshake and SASL done): until then the connect timeout
+    /// applies, SASL included.
+    ready_once: bool,
     /// The hosts whose attempts failed permanently since the last transient failure.
     permanent_failures: BTreeSet<usize>,
     /// The quorum check ([`quorum`]): who wants it, and this connection's checks.
@@ -304,6 +310,8 @@ impl Session {
             failed_attempts: 0,
             tried: BTreeSet::new(),
             sasl: None,
+            sasl_jobs: SaslJobs::default(),
+            ready_once: false,
             last_failure: None,
             permanent_failures: BTreeSet::new(),
             quorum,
@@ -438,7 +446,7 @@ impl Session {
             self.finish_close();
             return;
         }
-        if !self.established
+        if !self.ready_once
             && let (Some(first), Some(limit)) = (self.first_attempt, self.config.connect_timeout)
             && now >= first + limit
             && !self.state.is_terminal()
@@ -446,6 +454,9 @@ impl Session {
         {
             self.give_up(now);
             return;
+        }
+        if self.sasl_deadline().is_some_and(|at| now >= at) {
+            self.sasl_timed_out(now);
         }
         let budget = self.timing.connect_timeout;
         match self.link {
@@ -668,12 +679,15 @@ impl Session {
                 }
             }
         }
-        if !self.established
+        if !self.ready_once
             && !self.state.is_terminal()
             && self.closing.is_none()
             && let (Some(first), Some(limit)) = (self.first_attempt, self.config.connect_timeout)
         {
             consider(first + limit);
+        }
+        if let Some(at) = self.sasl_deadline() {
+            consider(at);
         }
         if !matches!(self.link, Link::Up { .. })
             && let Some(expiry) = self.local_expiry()

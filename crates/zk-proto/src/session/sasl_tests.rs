@@ -209,3 +209,79 @@ fn each_connection_gets_a_mechanism_made_for_its_host() {
     }
     assert_eq!(hosts.lock().expect("not poisoned").len(), 2);
 }
+
+fn blocking_config(connect_timeout: Option<Duration>) -> SessionConfig {
+    SessionConfig {
+        sasl: Some(SaslConfig::custom("SCRIPTED", |_| Ok(Box::new(Scripted))).blocking()),
+        connect_timeout,
+        ..config()
+    }
+}
+
+/// A blocking mechanism's steps are handed out as work (run here inline, as the driver runs
+/// them on a thread), and the exchange goes on with their results.
+#[test]
+fn a_blocking_mechanism_runs_its_steps_as_handed_out_work() {
+    let mut h = Harness::new(blocking_config(None));
+    h.establish(0x51, 30_000);
+    assert!(h.sent().is_empty(), "nothing until the first step is done");
+    let work = h.session.poll_sasl_work().expect("the start, handed out");
+    assert!(h.session.poll_sasl_work().is_none());
+    h.session.handle_sasl_done(h.now, work.run());
+    let sent = h.sent();
+    assert_eq!(sasl_token(&sent[0]), &b"hello"[..]);
+    h.server_says(sasl_reply(sent[0].0.xid, b"challenge"));
+    assert!(h.sent().is_empty(), "the step is out");
+    let work = h.session.poll_sasl_work().expect("the step, handed out");
+    h.session.handle_sasl_done(h.now, work.run());
+    let sent = h.sent();
+    assert_eq!(sasl_token(&sent[0]), &b"answer"[..]);
+    h.server_says(sasl_reply(sent[0].0.xid, b"welcome"));
+    let work = h.session.poll_sasl_work().expect("the last step");
+    h.session.handle_sasl_done(h.now, work.run());
+    assert_eq!(h.session.state(), SessionState::Connected);
+}
+
+/// A step that never comes back (a library stuck on a KDC): the attempt fails after its budget
+/// (`T/3` with one host), and `connect` gives up at its timeout naming the SASL step; the
+/// late result is ignored.
+#[test]
+fn a_blocking_step_that_never_returns_fails_the_attempt_and_connect_names_it() {
+    let mut h = Harness::new(blocking_config(Some(Duration::from_secs(5))));
+    h.establish(0x51, 6_000);
+    let stuck = h.session.poll_sasl_work().expect("the start");
+    h.advance(Duration::from_millis(1_999));
+    assert!(
+        h.events()
+            .iter()
+            .all(|e| !matches!(e, SessionEvent::DropConnection(_)))
+    );
+    h.advance(Duration::from_millis(1));
+    let events = h.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::DropConnection(_))),
+        "the attempt is given up after its budget: {events:?}"
+    );
+    // The late result of the stuck step changes nothing.
+    h.session.handle_sasl_done(h.now, stuck.run());
+    assert!(h.sent().is_empty());
+    // Connect's own timeout (5 s from the first attempt) ends it, naming the step.
+    h.advance(Duration::from_secs(3));
+    let events = h.events();
+    let gave_up = events.iter().find_map(|e| match e {
+        SessionEvent::GaveUp(error) => Some(error.clone()),
+        _ => None,
+    });
+    match gave_up {
+        Some(Error::NoServerReachable { last_error, .. }) => {
+            assert!(
+                matches!(&last_error, crate::ConnectFailure::Sasl(text) if text.contains("SCRIPTED")),
+                "{last_error:?}"
+            );
+        }
+        other => panic!("expected a give-up naming the SASL step, got {other:?} in {events:?}"),
+    }
+    assert_eq!(h.session.state(), SessionState::Closed);
+}
