@@ -261,12 +261,20 @@ impl Election<'_> {
 
     /// Replaces the candidates whose election ended on its own, up to [`CANDIDATES`].
     async fn top_up(&mut self) {
+        self.top_up_except(&[]).await;
+    }
+
+    /// As [`top_up`](Self::top_up), keeping the candidates of `kept` even when they ended: the
+    /// round's victims, whose expiry [`expired`](Self::expired) checks once the round is over.
+    /// (Under load a round can run out of live candidates before its victims are checked:
+    /// dropping a victim here made `expired` find no such candidate.)
+    async fn top_up_except(&mut self, kept: &[usize]) {
         let ended: Vec<usize> = {
             let record = self.claims.lock();
             self.candidates
                 .keys()
                 .copied()
-                .filter(|id| record.ended.contains(id))
+                .filter(|id| record.ended.contains(id) && !kept.contains(id))
                 .collect()
         };
         for id in ended {
@@ -312,7 +320,7 @@ impl Election<'_> {
                 .await;
             match outcome {
                 Some(Outcome::Found(found)) => return found,
-                Some(Outcome::NoneLeft) => self.top_up().await,
+                Some(Outcome::NoneLeft) => self.top_up_except(excluded).await,
                 None => {
                     let state = self.diagnose().await;
                     panic!("not within {ROUND_WITHIN:?}: {what}:{state}");

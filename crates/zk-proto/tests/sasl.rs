@@ -124,7 +124,13 @@ async fn a_wrong_password_or_an_unknown_user_fails_with_auth_failed_and_no_retry
 async fn the_session_authenticates_again_after_a_server_restart() {
     let jaas = jaas();
     let server = std::sync::Arc::new(sasl_server(&jaas, false).await);
-    let bob = connect_with(sasl_user(BOB), &server.connect_string()).await;
+    // A session that outlives the restart: a JVM restart on a loaded machine takes longer than
+    // the kit's 4 s sessions (the client then rightly reports the session expired).
+    let bob = connect_with(
+        sasl_user(BOB).session_timeout(Duration::from_secs(30)),
+        &server.connect_string(),
+    )
+    .await;
     create_bobs_secret(&bob).await;
     let session_id = bob.session_id();
 
