@@ -26,9 +26,9 @@ pub(crate) struct Cli {
     /// Connection and output options, accepted before or after the command.
     #[command(flatten)]
     pub(crate) global: Global,
-    /// What to do.
+    /// What to do; none starts the shell.
     #[command(subcommand)]
-    pub(crate) command: Command,
+    pub(crate) command: Option<Command>,
 }
 
 impl Cli {
@@ -324,6 +324,9 @@ pub(crate) enum Command {
         /// The lock's (or election's) path
         path: String,
     },
+    /// An interactive shell on one session (also rzk without a command): zkCli's commands and
+    /// rzk's, line editing, history, tab completion of node paths, watches printed as they fire
+    Shell,
     /// Run the lock-latency benchmark (rzk bench --help for its options)
     #[command(disable_help_flag = true)]
     Bench {
@@ -539,7 +542,7 @@ mod tests {
             .expect("parse")
             .folded();
         assert_eq!(cli.global.server, "h:2");
-        let Command::Create(args) = cli.command else {
+        let Some(Command::Create(args)) = cli.command else {
             panic!("not create");
         };
         assert!(args.sequential);
@@ -562,7 +565,7 @@ mod tests {
             "exit 3",
         ])
         .expect("parse");
-        let Command::Lock(args) = cli.command else {
+        let Some(Command::Lock(args)) = cli.command else {
             panic!("not lock");
         };
         assert_eq!(args.timeout, Some(Duration::from_secs(5)));
@@ -579,7 +582,7 @@ mod tests {
     fn bench_passes_everything_through() {
         let cli =
             Cli::try_parse_from(["rzk", "bench", "--help", "--scale", "0.01"]).expect("parse");
-        let Command::Bench { args } = cli.command else {
+        let Some(Command::Bench { args }) = cli.command else {
             panic!("not bench");
         };
         assert_eq!(args, ["--help", "--scale", "0.01"]);
@@ -598,5 +601,12 @@ mod tests {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} parsed");
         }
         assert!(Cli::try_parse_from(["rzk", "gate", "--reset", "/g"]).is_ok());
+        // No command: the shell.
+        assert!(
+            Cli::try_parse_from(["rzk"])
+                .expect("parse")
+                .command
+                .is_none()
+        );
     }
 }

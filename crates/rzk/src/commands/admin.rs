@@ -296,7 +296,7 @@ mod tests {
             .expect("parse")
             .command
         {
-            crate::cli::Command::Reconfig(args) => args,
+            Some(crate::cli::Command::Reconfig(args)) => args,
             other => panic!("not reconfig: {other:?}"),
         }
     }

@@ -41,8 +41,9 @@ pub(crate) fn run(cli: Cli) -> u8 {
         verbose: cli.global.verbose,
     };
     let result = match cli.command {
-        Command::Bench { args } => bench::run(args, out),
-        command => tokio::runtime::Builder::new_current_thread()
+        None | Some(Command::Shell) => return crate::shell::run(cli.global),
+        Some(Command::Bench { args }) => bench::run(args, out),
+        Some(command) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| Failure::new(ExitClass::Failure, format!("tokio runtime: {e}")))
@@ -165,9 +166,9 @@ pub(crate) async fn dispatch(
         Command::Leader(args) => leader::leader(client.clone(), connector, &args, out).await,
         Command::Barrier(args) => barrier::barrier(client, &args, out).await,
         Command::Gate(args) => barrier::gate(client, &args, out).await,
-        Command::Bench { .. } => Err(Failure::new(
+        Command::Bench { .. } | Command::Shell => Err(Failure::new(
             ExitClass::Failure,
-            "bench runs without a session",
+            "bench and shell run without a session of their own",
         )),
     }
 }
@@ -239,7 +240,7 @@ pub(crate) fn check(command: &Command) -> Result<(), Failure> {
         Command::Leader(args) => paths::check(&args.path),
         Command::Barrier(args) => paths::check(&args.path),
         Command::Gate(args) => paths::check(&args.path),
-        Command::Whoami | Command::Config { .. } | Command::Bench { .. } => Ok(()),
+        Command::Whoami | Command::Config { .. } | Command::Bench { .. } | Command::Shell => Ok(()),
     }
 }
 

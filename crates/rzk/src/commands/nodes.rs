@@ -251,7 +251,6 @@ pub(crate) enum WatchSink {
     /// exit 0; SIGINT, SIGTERM or SIGHUP end the wait (exit 0).
     Wait,
     /// The shell: the event is sent here when it comes, and the command returns at once.
-    #[allow(dead_code)] // the shell, next
     Background(tokio::sync::mpsc::UnboundedSender<String>),
 }
 
@@ -688,7 +687,7 @@ mod tests {
         let mut argv = vec!["rzk", "create"];
         argv.extend_from_slice(args);
         argv.push("/a");
-        let Command::Create(args) = Cli::try_parse_from(argv).expect("parse").command else {
+        let Some(Command::Create(args)) = Cli::try_parse_from(argv).expect("parse").command else {
             panic!("not create");
         };
         create_mode(&args)
