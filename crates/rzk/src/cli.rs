@@ -327,6 +327,9 @@ pub(crate) enum Command {
     /// An interactive shell on one session (also rzk without a command): zkCli's commands and
     /// rzk's, line editing, history, tab completion of node paths, watches printed as they fire
     Shell,
+    /// A local ZooKeeper on 127.0.0.1 for development: start (it stays up after rzk exits),
+    /// status, stop
+    Server(ServerArgs),
     /// Run the lock-latency benchmark (rzk bench --help for its options)
     #[command(disable_help_flag = true)]
     Bench {
@@ -362,6 +365,37 @@ pub(crate) struct ReconfigArgs {
     /// Only if the current configuration is this version (hex, as config prints it; zkCli's -v)
     #[arg(long, value_name = "VERSION")]
     pub(crate) from_config: Option<String>,
+}
+
+/// What `server` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ServerAction {
+    /// Start it (Java and ZooKeeper must be installed: scripts/install-deps.sh), and wait
+    /// until it serves; nothing when it runs already
+    Start,
+    /// Stop it (SIGTERM, SIGKILL after 10 s); its data stays for the next start
+    Stop,
+    /// Whether it runs (exit 0) or not (exit 3), and its address
+    Status,
+}
+
+/// `server`'s arguments.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "\
+The server is a standalone ZooKeeper (ZooKeeperServerMain) listening on 127.0.0.1 only,
+with the test kit's configuration (tickTime 2000 ms: session timeouts from 4 s to 40 s).
+Its zoo.cfg, data, log (zookeeper.log) and pid file are in its directory, by default
+$XDG_STATE_HOME/rzk/server-PORT (or ~/.local/state/rzk/server-PORT).")]
+pub(crate) struct ServerArgs {
+    /// start, stop or status
+    #[arg(value_enum)]
+    pub(crate) action: ServerAction,
+    /// The client port on 127.0.0.1
+    #[arg(long, default_value_t = 2181)]
+    pub(crate) port: u16,
+    /// The server's directory (default $XDG_STATE_HOME/rzk/server-PORT)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<std::path::PathBuf>,
 }
 
 /// `setquota`'s limits: at least one.

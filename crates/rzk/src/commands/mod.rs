@@ -10,6 +10,7 @@
 //! - `admin`: config, reconfig
 //! - `quota`: setquota, listquota, delquota
 //! - `bench`: bench (no session: the benchmark opens its own)
+//! - `server`: server start|stop|status (no session: a local ZooKeeper)
 
 mod acl;
 mod admin;
@@ -19,6 +20,7 @@ mod leader;
 mod lock;
 mod nodes;
 mod quota;
+mod server;
 mod watch;
 
 pub(crate) use nodes::WatchSink;
@@ -43,6 +45,7 @@ pub(crate) fn run(cli: Cli) -> u8 {
     let result = match cli.command {
         None | Some(Command::Shell) => return crate::shell::run(cli.global),
         Some(Command::Bench { args }) => bench::run(args, out),
+        Some(Command::Server(args)) => server::run(&args, out),
         Some(command) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -166,9 +169,9 @@ pub(crate) async fn dispatch(
         Command::Leader(args) => leader::leader(client.clone(), connector, &args, out).await,
         Command::Barrier(args) => barrier::barrier(client, &args, out).await,
         Command::Gate(args) => barrier::gate(client, &args, out).await,
-        Command::Bench { .. } | Command::Shell => Err(Failure::new(
+        Command::Bench { .. } | Command::Shell | Command::Server(_) => Err(Failure::new(
             ExitClass::Failure,
-            "bench and shell run without a session of their own",
+            "bench, server and shell run without a session of their own",
         )),
     }
 }
@@ -240,7 +243,11 @@ pub(crate) fn check(command: &Command) -> Result<(), Failure> {
         Command::Leader(args) => paths::check(&args.path),
         Command::Barrier(args) => paths::check(&args.path),
         Command::Gate(args) => paths::check(&args.path),
-        Command::Whoami | Command::Config { .. } | Command::Bench { .. } | Command::Shell => Ok(()),
+        Command::Whoami
+        | Command::Config { .. }
+        | Command::Bench { .. }
+        | Command::Shell
+        | Command::Server(_) => Ok(()),
     }
 }
 

@@ -469,6 +469,7 @@ impl Shell {
             Command::Gate(_) => Some("gate"),
             Command::Bench { .. } => Some("bench"),
             Command::Shell => Some("shell"),
+            Command::Server(_) => Some("server"),
             _ => None,
         };
         if let Some(name) = name {
