@@ -182,6 +182,9 @@ impl Ensemble {
             let insts: Vec<&Instance> = servers.iter().map(|s| &s.inst).collect();
             match spawn_all_ready(&insts, deadline, quorum_member_ready, "ensemble")? {
                 Spawned::Ready => {
+                    for port in servers.iter().filter_map(|s| s.secure_port) {
+                        crate::process::wait_port_open(port, deadline)?;
+                    }
                     let ensemble = Ensemble {
                         servers,
                         opts,

@@ -483,6 +483,27 @@ fn is_bind_failure(log: &str) -> bool {
         || log.contains("UNABLE_TO_BIND")
 }
 
+/// Waits (polling every 20 ms, until `deadline`) until a TCP connection to 127.0.0.1:`port`
+/// is accepted: a server's secure client port (Netty) may open after the plaintext port that
+/// the readiness probes ask, and a test's first TLS attempt must not meet it closed.
+pub(crate) fn wait_port_open(port: u16, deadline: Instant) -> Result<()> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(200))
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout {
+                what: format!("the secure client port {port} to accept connections"),
+                last_seen: "refused".into(),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// How [`spawn_all_ready`] ended, when it did not fail outright.
 #[derive(Debug)]
 pub(crate) enum Spawned {

@@ -104,6 +104,9 @@ impl ZkServer {
             let deadline = Instant::now() + opts.startup_timeout;
             match spawn_all_ready(&[&inst], deadline, standalone_ready, "standalone ZooKeeper")? {
                 Spawned::Ready => {
+                    if certs.is_some() {
+                        crate::process::wait_port_open(secure_port, deadline)?;
+                    }
                     return Ok(ZkServer {
                         inst,
                         opts,

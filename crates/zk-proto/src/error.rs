@@ -23,6 +23,10 @@ macro_rules! server_errors {
                 #[doc = concat!("\n\nServer code [`ErrorCode::", stringify!($code), "`].")]
                 $variant,
             )*
+            /// Authentication failed ([`ErrorCode::AUTH_FAILED`] from the server, or the
+            /// client's own SASL mechanism failing), with why: a typed reason and the
+            /// underlying message. The session is over. Terminal.
+            AuthFailed(AuthFailure),
             /// A result code this client does not know, kept as it came.
             Unknown(ErrorCode),
             /// The path breaks ZooKeeper's path rules; nothing was sent.
@@ -92,6 +96,7 @@ macro_rules! server_errors {
             pub fn from_code(code: ErrorCode) -> Option<Error> {
                 match code {
                     ErrorCode::OK => None,
+                    ErrorCode::AUTH_FAILED => Some(Error::AuthFailed(AuthFailure::refused_by_server())),
                     $( ErrorCode::$code => Some(Error::$variant), )*
                     other => Some(Error::Unknown(other)),
                 }
@@ -102,6 +107,7 @@ macro_rules! server_errors {
             pub fn code(&self) -> Option<ErrorCode> {
                 match self {
                     $( Error::$variant => Some(ErrorCode::$code), )*
+                    Error::AuthFailed(_) => Some(ErrorCode::AUTH_FAILED),
                     Error::Unknown(code) => Some(*code),
                     _ => None,
                 }
@@ -155,8 +161,6 @@ server_errors! {
     InvalidCallback = INVALID_CALLBACK,
     /// The ACL is invalid (empty, or `auth` scheme without an authenticated identity).
     InvalidAcl = INVALID_ACL,
-    /// Authentication failed; the server closed the connection. Terminal.
-    AuthFailed = AUTH_FAILED,
     /// The session moved to another server.
     SessionMoved = SESSION_MOVED,
     /// A write was sent to a read-only server.
@@ -205,7 +209,7 @@ impl Error {
         matches!(
             self,
             Error::SessionExpired
-                | Error::AuthFailed
+                | Error::AuthFailed(_)
                 | Error::Closed
                 | Error::SessionClosedRequireSaslAuth
         )
@@ -232,6 +236,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Error::AuthFailed(failure) = self {
+            return write!(f, "authentication failed: {failure}");
+        }
         if let Some(code) = self.code() {
             return match code.description() {
                 Some(description) => write!(f, "{code} ({}): {description}", code.0),
@@ -597,5 +604,108 @@ mod tests {
             error.to_string(),
             "reply of 70000 bytes exceeds the client's frame limit of 65536 bytes (max_frame_len)"
         );
+    }
+}
+
+/// Why authentication failed ([`Error::AuthFailed`]): a typed reason and the underlying
+/// message (the server's code, the mechanism's or the GSSAPI library's text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthFailure {
+    /// What went wrong, in the user's terms.
+    pub reason: AuthReason,
+    /// The underlying message.
+    pub detail: String,
+}
+
+/// The reasons of an [`AuthFailure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthReason {
+    /// The server refused the credentials (a wrong password, an unknown user, a ticket it
+    /// cannot accept), answering `AuthFailed`.
+    RefusedByServer,
+    /// The client has no credentials for the principal or user (no ticket cache, no key in
+    /// the keytab).
+    NoCredentials,
+    /// No KDC answered (Kerberos).
+    KdcUnreachable,
+    /// The KDC does not know the client's principal, or its key is stale.
+    UnknownPrincipal,
+    /// The KDC does not know the server's service principal (check the service and host).
+    UnknownServicePrincipal,
+    /// The server failed to prove its identity (mutual authentication).
+    ServerNotAuthenticated,
+    /// The server asked for something the mechanism does not do.
+    Unsupported,
+    /// Another failure of the mechanism (see the detail).
+    Mechanism,
+}
+
+impl AuthFailure {
+    /// The server answered `AuthFailed`.
+    pub fn refused_by_server() -> Self {
+        AuthFailure {
+            reason: AuthReason::RefusedByServer,
+            detail: "the server refused the credentials".into(),
+        }
+    }
+
+    /// The server answered `AuthFailed` to `addAuth` credentials.
+    pub(crate) fn add_auth_refused() -> Self {
+        AuthFailure {
+            reason: AuthReason::RefusedByServer,
+            detail: "the server refused the credentials of addAuth".into(),
+        }
+    }
+
+    /// The failure for a SASL mechanism's error, its reason read from the error (and, for
+    /// GSSAPI, from the library's messages).
+    pub fn from_sasl(error: &crate::sasl::SaslError) -> Self {
+        use crate::sasl::SaslError;
+        let detail = error.to_string();
+        let reason = match error {
+            SaslError::ServerNotAuthenticated => AuthReason::ServerNotAuthenticated,
+            SaslError::Unsupported(_) => AuthReason::Unsupported,
+            SaslError::Gssapi { message, .. } => gssapi_reason(message),
+            SaslError::Mechanism(message) => gssapi_reason(message),
+            _ => AuthReason::Mechanism,
+        };
+        AuthFailure { reason, detail }
+    }
+}
+
+/// The reason the GSSAPI library's (MIT krb5's) message names.
+fn gssapi_reason(message: &str) -> AuthReason {
+    let has = |text: &str| message.contains(text);
+    if has("Cannot contact any KDC") || has("Cannot find KDC") {
+        AuthReason::KdcUnreachable
+    } else if has("Server") && has("not found in Kerberos database") {
+        AuthReason::UnknownServicePrincipal
+    } else if has("not found in Kerberos database") || has("Preauthentication failed") {
+        AuthReason::UnknownPrincipal
+    } else if has("No Kerberos credentials")
+        || has("No credentials cache")
+        || has("Can't find client principal")
+        || has("does not match desired name")
+    {
+        AuthReason::NoCredentials
+    } else {
+        AuthReason::Mechanism
+    }
+}
+
+impl fmt::Display for AuthFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let reason = match self.reason {
+            AuthReason::RefusedByServer => "refused by the server",
+            AuthReason::NoCredentials => "no credentials",
+            AuthReason::KdcUnreachable => "no KDC answered",
+            AuthReason::UnknownPrincipal => "the KDC does not know the client's principal or key",
+            AuthReason::UnknownServicePrincipal => "the KDC does not know the server's principal",
+            AuthReason::ServerNotAuthenticated => "the server failed mutual authentication",
+            AuthReason::Unsupported => "the server asked for something unsupported",
+            AuthReason::Mechanism => "the mechanism failed",
+        };
+        write!(f, "{reason}: {}", self.detail)
     }
 }

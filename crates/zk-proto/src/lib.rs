@@ -52,7 +52,10 @@ pub use client::{
     Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
     PersistentWatcher, QuorumCheck,
 };
-pub use error::{ConnectFailure, Error, ProtocolError, Result, TlsConfigError, TlsFailure};
+pub use error::{
+    AuthFailure, AuthReason, ConnectFailure, Error, ProtocolError, Result, TlsConfigError,
+    TlsFailure,
+};
 pub use jute;
 pub use jute::{AddWatchMode, CreateMode, EventType, KeeperState, Perms, Stat, WatcherType};
 #[cfg(feature = "request-timing")]

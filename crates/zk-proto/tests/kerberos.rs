@@ -20,7 +20,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use zk_proto::acl::acl;
 use zk_proto::sasl::{Gssapi, KerberosOptions, SaslError, SaslMechanism as _, SaslStep};
-use zk_proto::{ClientBuilder, ClientInfo, CreateOptions, Error, Perms, SessionState};
+use zk_proto::{
+    AuthFailure, AuthReason, ClientBuilder, ClientInfo, CreateOptions, Error, Perms, SessionState,
+};
 use zk_testkit::ZkServer;
 use zk_testkit::client::{
     blocking, builder, connect, connect_with, server_builder, start_server_with, wait_for_state,
@@ -160,7 +162,8 @@ async fn create_secret(realm: &Realm, owner: &zk_proto::Client, principal: &str)
 }
 
 /// A connect through a proxy that must be refused: `AuthFailed`, soon, on one connection.
-async fn assert_refused(server: &ZkServer, client: ClientBuilder, what: &str) {
+/// Returns the failure's cause.
+async fn assert_refused(server: &ZkServer, client: ClientBuilder, what: &str) -> AuthFailure {
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     let started = Instant::now();
     let result = within(
@@ -169,7 +172,10 @@ async fn assert_refused(server: &ZkServer, client: ClientBuilder, what: &str) {
         client.connect(&proxy.connect_string()),
     )
     .await;
-    assert_eq!(result.err(), Some(Error::AuthFailed), "{what}");
+    let failure = match result {
+        Err(Error::AuthFailed(failure)) => failure,
+        other => panic!("{what}: expected AuthFailed, got {other:?}"),
+    };
     // The one connection, and no other: a refused authentication is not retried.
     assert_eq!(proxy.accepted(), 1, "{what}: connections");
     assert!(
@@ -177,6 +183,7 @@ async fn assert_refused(server: &ZkServer, client: ClientBuilder, what: &str) {
         "{what}: {:?}",
         started.elapsed()
     );
+    failure
 }
 
 // ----- tests -----
@@ -329,12 +336,18 @@ fn the_ticket_is_for_the_configured_service_and_host(realm: &Realm) {
     block_on(async {
         let server = kerberos_server(realm).await;
         // The connect string's host, 127.0.0.1: the KDC knows no `zookeeper/127.0.0.1`.
-        assert_refused(
+        let refused = assert_refused(
             &server,
             builder().sasl_kerberos(KerberosOptions::default()),
             "the connect string's address as the host",
         )
         .await;
+        // The cause is named: no `AuthFailed` without a reason.
+        assert_eq!(
+            refused.reason,
+            AuthReason::UnknownServicePrincipal,
+            "{refused}"
+        );
         // Another service on the right host: unknown too.
         assert_refused(
             &server,
@@ -365,19 +378,21 @@ fn a_principal_the_kdc_does_not_know_fails_with_auth_failed_and_no_retry(realm: 
     block_on(async {
         let server = kerberos_server(realm).await;
         // The client keytab holds keys of a principal the KDC deleted.
-        assert_refused(
+        let refused = assert_refused(
             &server,
             as_principal(realm, GHOST),
             "a principal the KDC does not know",
         )
         .await;
+        assert_eq!(refused.reason, AuthReason::UnknownPrincipal, "{refused}");
         // A principal without keys anywhere.
-        assert_refused(
+        let refused = assert_refused(
             &server,
             as_principal(realm, "mallory"),
             "a principal in no keytab or cache",
         )
         .await;
+        assert_eq!(refused.reason, AuthReason::NoCredentials, "{refused}");
     });
 }
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use zk_proto::acl::acl;
-use zk_proto::{ClientInfo, CreateOptions, Error, Perms, SessionState};
+use zk_proto::{AuthReason, ClientInfo, CreateOptions, Error, Perms, SessionState};
 use zk_testkit::client::{
     StateLog, blocking, builder, connect, connect_with, eventually, server_builder, start_ensemble,
     start_server_with, within,
@@ -114,7 +114,17 @@ async fn a_wrong_password_or_an_unknown_user_fails_with_auth_failed_and_no_retry
                 .connect(&proxy.connect_string()),
         )
         .await;
-        assert_eq!(result.err(), Some(Error::AuthFailed), "{user}");
+        match result {
+            Err(Error::AuthFailed(failure)) => {
+                // The cause is named: the server's refusal.
+                assert_eq!(
+                    failure.reason,
+                    AuthReason::RefusedByServer,
+                    "{user}: {failure}"
+                );
+            }
+            other => panic!("{user}: expected AuthFailed, got {other:?}"),
+        }
         // The one connection, and no other: a refused authentication is not retried.
         assert_eq!(proxy.accepted(), 1, "{user}: connections");
     }

@@ -346,6 +346,26 @@ async fn an_untrusted_server_certificate_and_a_name_mismatch_are_named() {
     assert!(client.exists("/").await.expect("exists").is_some());
 }
 
+/// The other way round: a plaintext client on a TLS port. The server closes on the
+/// ConnectRequest without a word; the failure says the port may speak TLS (and the client,
+/// without fail-fast, would go on backing off as for any closed connection).
+#[tokio::test]
+async fn a_plaintext_client_on_a_tls_port_is_told_it_may_be_one() {
+    let server = tls_server(ClientAuth::None).await;
+    let result = within(
+        "a refused connect",
+        Duration::from_secs(30),
+        builder().fail_fast(true).connect(&secure(&server)),
+    )
+    .await;
+    let error = result.expect_err("a plaintext handshake on a TLS port");
+    assert!(
+        matches!(error, Error::NoServerReachable { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("is this a TLS port?"), "{error}");
+}
+
 #[tokio::test]
 async fn tls_to_a_plaintext_port_is_named_on_every_host() {
     // The TLS server's own plaintext port (Netty) and a default server's (NIO): both read
@@ -523,7 +543,7 @@ async fn a_read_only_client_finds_a_read_write_server_over_tls() {
     wait_for_state(&client, SessionState::Connected, Duration::from_secs(10)).await;
     let standalone_port = standalone.secure_port().expect("TLS");
     assert_eq!(
-        client.server().map(|server| server.port()),
+        client.server().map(|server| server.port),
         Some(standalone_port),
         "on the read/write server"
     );

@@ -351,12 +351,14 @@ async fn drive<C: Candidate>(candidate: &mut C, reporter: &Reporter) -> Error {
     }
 }
 
-/// The error that a terminal session state stands for.
-fn terminal(state: SessionState) -> Option<Error> {
+/// The error that a terminal session state stands for (with the client's cause of an
+/// authentication failure).
+fn terminal(client: &Client, state: SessionState) -> Option<Error> {
     match state {
         SessionState::Expired => Some(Error::SessionExpired),
-        SessionState::AuthFailed => Some(Error::AuthFailed),
-        SessionState::Closed => Some(Error::Closed),
+        SessionState::AuthFailed | SessionState::Closed => {
+            Some(client.ended_with().unwrap_or(Error::Closed))
+        }
         _ => None,
     }
 }
@@ -389,7 +391,7 @@ impl Session {
     fn connected_now(&mut self) -> Result<bool> {
         let seen = *self.states.borrow_and_update();
         let now = self.client.state();
-        if let Some(error) = terminal(now).or_else(|| terminal(seen)) {
+        if let Some(error) = terminal(&self.client, now).or_else(|| terminal(&self.client, seen)) {
             return Err(error);
         }
         let connected = seen == SessionState::Connected && now == SessionState::Connected;
@@ -443,7 +445,7 @@ impl Session {
     /// Waits for the next change of the session state.
     async fn changed(&mut self) -> Result<()> {
         if self.states.changed().await.is_err() {
-            return Err(terminal(self.client.state()).unwrap_or(Error::Closed));
+            return Err(terminal(&self.client, self.client.state()).unwrap_or(Error::Closed));
         }
         Ok(())
     }

@@ -373,6 +373,7 @@ impl ClientBuilder {
             session_id: 0,
             password: crate::Secret::default(),
             negotiated_timeout: None,
+            auth_failure: None,
             hosts: Arc::from(Vec::new()),
             server: None,
         });

@@ -184,6 +184,24 @@ impl Client {
         self.shared.max_frame_len
     }
 
+    /// The error every call gets now that the session is over: [`Error::SessionExpired`],
+    /// [`Error::AuthFailed`] with its cause, or [`Error::Closed`]; `None` while the session
+    /// runs.
+    pub fn ended_with(&self) -> Option<Error> {
+        let published = self.shared.published.borrow();
+        match published.state {
+            SessionState::Expired => Some(Error::SessionExpired),
+            SessionState::AuthFailed => Some(Error::AuthFailed(
+                published
+                    .auth_failure
+                    .clone()
+                    .unwrap_or_else(crate::AuthFailure::refused_by_server),
+            )),
+            SessionState::Closed => Some(Error::Closed),
+            _ => None,
+        }
+    }
+
     /// The session timeout the server granted.
     pub fn negotiated_timeout(&self) -> Option<Duration> {
         self.shared.published.borrow().negotiated_timeout

@@ -115,6 +115,8 @@ pub(crate) struct Published {
     /// The server of the current connection (for [`Client::server`](crate::Client)).
     pub(crate) server: Option<HostAddr>,
     pub(crate) negotiated_timeout: Option<Duration>,
+    /// Why authentication failed, once the state is `AuthFailed`.
+    pub(crate) auth_failure: Option<crate::AuthFailure>,
 }
 
 /// The most commands taken from the queue in one turn of the loop before frames are written.
@@ -262,6 +264,36 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
+    /// Why an attempt or a connection ended when a read failed: what the read said (a reset,
+    /// a negative length prefix), so that `NoServerReachable` names it.
+    fn read_failure(&self, error: &FrameError) -> ConnectFailure {
+        match error {
+            FrameError::Io(io) => match io.kind() {
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::UnexpectedEof => self.ended_failure(&io.to_string()),
+                _ => ConnectFailure::from_io(io),
+            },
+            other => {
+                ConnectFailure::Protocol(crate::error::ProtocolError::Frame(other.to_string()))
+            }
+        }
+    }
+
+    /// A connection that ended (`cause`): before the session handshake's answer on a
+    /// plaintext connection, with the hint that the port may speak TLS (a TLS port closes on
+    /// a plaintext ConnectRequest without a word).
+    fn ended_failure(&self, cause: &str) -> ConnectFailure {
+        if self.session.is_handshaking() && !self.probes.is_tls() {
+            ConnectFailure::Closed(format!(
+                "{cause} before answering the session handshake (is this a TLS port? connect \
+                 with TLS: zk+tls:// in the connect string, or ClientBuilder::tls)"
+            ))
+        } else {
+            ConnectFailure::Closed(cause.to_owned())
+        }
+    }
+
     /// The hosts to probe for a read/write server: every host but `current`, round-robin from
     /// the one after it.
     fn probe_targets(&self, current: Option<usize>) -> Vec<(usize, HostAddr)> {
@@ -395,12 +427,14 @@ impl Driver {
                         Some(Err(error)) => {
                             tracing::info!(%error, "connection failed");
                             conn = None;
-                            self.session.handle_disconnected(now, Error::ConnectionLoss);
+                            let failure = self.read_failure(&error);
+                            self.session.handle_connection_failed(now, failure);
                         }
                         None => {
                             tracing::info!("the server closed the connection");
                             conn = None;
-                            self.session.handle_disconnected(now, Error::ConnectionLoss);
+                            let failure = self.ended_failure("the server closed the connection");
+                            self.session.handle_connection_failed(now, failure);
                         }
                     }
                 },
@@ -411,8 +445,10 @@ impl Driver {
                     if let Err(error) = written {
                         tracing::info!(%error, "writing to the server failed");
                         conn = None;
-                        self.session
-                            .handle_disconnected(Instant::now().into_std(), Error::ConnectionLoss);
+                        self.session.handle_connection_failed(
+                            Instant::now().into_std(),
+                            ConnectFailure::from_io(&error),
+                        );
                     }
                 },
                 (_, host) = async { searching.as_mut().expect("guarded").await }, if searching.is_some() => {
@@ -457,8 +493,10 @@ impl Driver {
             {
                 tracing::info!(%error, "writing to the server failed");
                 conn = None;
-                self.session
-                    .handle_disconnected(Instant::now().into_std(), Error::ConnectionLoss);
+                self.session.handle_connection_failed(
+                    Instant::now().into_std(),
+                    ConnectFailure::from_io(&error),
+                );
                 while let Some(event) = self.session.poll_event() {
                     self.dispatch(event);
                 }
@@ -484,7 +522,7 @@ impl Driver {
             }
             if self.session.state().is_terminal() {
                 if let Some(tx) = self.first_connect.take() {
-                    let _ = tx.send(Err(terminal_error(self.session.state())));
+                    let _ = tx.send(Err(terminal_error(&self.session)));
                 }
                 if handles_gone && self.replies.is_empty() {
                     return;
@@ -503,7 +541,8 @@ impl Driver {
                 || current.password != *self.session.password()
                 || current.negotiated_timeout != self.session.negotiated_timeout()
                 || *current.hosts != *hosts
-                || current.server.as_ref() != self.session.connected_server();
+                || current.server.as_ref() != self.session.connected_server()
+                || current.auth_failure.as_ref() != self.session.auth_failure();
             if changed {
                 *current = Published {
                     state,
@@ -517,6 +556,7 @@ impl Driver {
                         hosts.into()
                     },
                     server: self.session.connected_server().cloned(),
+                    auth_failure: self.session.auth_failure().cloned(),
                 };
             }
             changed
@@ -681,12 +721,8 @@ impl Driver {
     }
 }
 
-fn terminal_error(state: SessionState) -> Error {
-    match state {
-        SessionState::Expired => Error::SessionExpired,
-        SessionState::AuthFailed => Error::AuthFailed,
-        _ => Error::Closed,
-    }
+fn terminal_error(session: &Session) -> Error {
+    session.ended_with().unwrap_or(Error::Closed)
 }
 
 #[cfg(test)]

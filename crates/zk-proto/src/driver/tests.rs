@@ -17,6 +17,7 @@ fn driver(hosts: u16) -> Driver {
         hosts: Arc::from(Vec::new()),
         server: None,
         negotiated_timeout: None,
+        auth_failure: None,
     });
     let (states, _) = watch::channel(SessionState::Connecting);
     Driver {

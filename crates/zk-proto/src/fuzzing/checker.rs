@@ -212,7 +212,7 @@ impl Checker {
                 .deadline
                 .is_some_and(|deadline| deadline <= self.now),
             Error::SessionExpired => self.state == SessionState::Expired,
-            Error::AuthFailed | Error::SessionClosedRequireSaslAuth => {
+            Error::AuthFailed(_) | Error::SessionClosedRequireSaslAuth => {
                 self.state == SessionState::AuthFailed
             }
             Error::Closed => self.state == SessionState::Closed,
@@ -242,7 +242,7 @@ impl Checker {
                 caller.watch = WatchStatus::Done;
                 let fits = match error {
                     Error::SessionExpired => self.state == SessionState::Expired,
-                    Error::AuthFailed | Error::SessionClosedRequireSaslAuth => {
+                    Error::AuthFailed(_) | Error::SessionClosedRequireSaslAuth => {
                         self.state == SessionState::AuthFailed
                     }
                     Error::Closed | Error::NoServerReachable { .. } => {

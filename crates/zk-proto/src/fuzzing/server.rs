@@ -141,7 +141,9 @@ impl Harness {
         {
             let result = match err {
                 ErrorCode::OK => Ok(Response::Empty),
-                ErrorCode::AUTH_FAILED => Err(Error::AuthFailed),
+                ErrorCode::AUTH_FAILED => {
+                    Err(Error::AuthFailed(crate::AuthFailure::add_auth_refused()))
+                }
                 other => Err(Error::from_code(other).unwrap_or(Error::Unknown(other))),
             };
             expect.reply = Some((*id, result, false));

@@ -60,10 +60,12 @@ impl Session {
                     .pop_front()
                     .ok_or(ProtocolError::UnknownXid(xid))?;
                 if header.err == ErrorCode::AUTH_FAILED {
+                    let failure = crate::AuthFailure::add_auth_refused();
+                    self.auth_failure = Some(failure.clone());
                     if let Some(id) = waiter {
-                        self.reply(id, Err(Error::AuthFailed), false);
+                        self.reply(id, Err(Error::AuthFailed(failure.clone())), false);
                     }
-                    self.terminate(SessionState::AuthFailed, Error::AuthFailed);
+                    self.terminate(SessionState::AuthFailed, Error::AuthFailed(failure));
                 } else if let Some(id) = waiter {
                     let result = match Error::from_code(header.err) {
                         None => Ok(Response::Empty),
@@ -172,6 +174,12 @@ impl Session {
             if let Some(id) = pending.id {
                 self.reply(id, Err(Error::SessionClosedRequireSaslAuth), false);
             }
+            self.auth_failure = Some(crate::AuthFailure {
+                reason: crate::AuthReason::RefusedByServer,
+                detail: "the server requires SASL authentication (-124), which this session \
+                         does not do"
+                    .into(),
+            });
             self.terminate(
                 SessionState::AuthFailed,
                 Error::SessionClosedRequireSaslAuth,

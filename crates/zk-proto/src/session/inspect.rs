@@ -59,6 +59,11 @@ impl Session {
         matches!(self.link, Link::Dialing { .. })
     }
 
+    /// Whether the connection is open and its ConnectRequest not answered yet.
+    pub fn is_handshaking(&self) -> bool {
+        matches!(self.link, Link::Handshaking { .. })
+    }
+
     /// The hosts, in visiting order.
     pub fn hosts(&self) -> &[HostAddr] {
         self.hosts.hosts()

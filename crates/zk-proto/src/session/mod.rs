@@ -240,6 +240,8 @@ pub struct Session {
     /// The session was ready once (handshake and SASL done): until then the connect timeout
     /// applies, SASL included.
     ready_once: bool,
+    /// Why authentication failed, once it has (for every later call's error).
+    auth_failure: Option<crate::AuthFailure>,
     /// The hosts whose attempts failed permanently since the last transient failure.
     permanent_failures: BTreeSet<usize>,
     /// The quorum check ([`quorum`]): who wants it, and this connection's checks.
@@ -312,6 +314,7 @@ impl Session {
             sasl: None,
             sasl_jobs: SaslJobs::default(),
             ready_once: false,
+            auth_failure: None,
             last_failure: None,
             permanent_failures: BTreeSet::new(),
             quorum,
@@ -324,10 +327,24 @@ impl Session {
         RequestId(self.next_id)
     }
 
+    /// Why authentication failed, once it has (the state is then `AuthFailed`).
+    pub fn auth_failure(&self) -> Option<&crate::AuthFailure> {
+        self.auth_failure.as_ref()
+    }
+
+    /// The error every call gets once the session is over (or closing); `None` while it runs.
+    pub fn ended_with(&self) -> Option<Error> {
+        self.terminal_error()
+    }
+
     fn terminal_error(&self) -> Option<Error> {
         match self.state {
             SessionState::Expired => Some(Error::SessionExpired),
-            SessionState::AuthFailed => Some(Error::AuthFailed),
+            SessionState::AuthFailed => Some(Error::AuthFailed(
+                self.auth_failure
+                    .clone()
+                    .unwrap_or_else(crate::AuthFailure::refused_by_server),
+            )),
             SessionState::Closed => Some(Error::Closed),
             _ if self.closing.is_some() => Some(Error::Closed),
             _ => None,

@@ -18,7 +18,7 @@ use jute::{Encode, ErrorCode, GetSaslRequest, OpCode, Response};
 
 use super::request::{AfterReply, Encoded};
 use super::{Link, Outgoing, Session, SessionState};
-use crate::error::{ConnectFailure, Error};
+use crate::error::{AuthFailure, AuthReason, ConnectFailure, Error};
 use crate::sasl::{SaslConfig, SaslError, SaslMechanism, SaslStep};
 
 /// The exchange under way on the current connection.
@@ -125,7 +125,7 @@ impl Session {
                     SaslOutput::Step(step) => self.sasl_stepped(step),
                 }
             }
-            Err(error) => self.sasl_failed(&error.to_string()),
+            Err(error) => self.sasl_failed(AuthFailure::from_sasl(&error)),
         }
     }
 
@@ -201,7 +201,7 @@ impl Session {
                 });
                 self.send_sasl_token(token);
             }
-            Err(error) => self.sasl_failed(&error.to_string()),
+            Err(error) => self.sasl_failed(AuthFailure::from_sasl(&error)),
         }
         true
     }
@@ -248,20 +248,29 @@ impl Session {
         };
         if err != ErrorCode::OK {
             let reason = Error::from_code(err).map_or_else(|| err.to_string(), |e| e.to_string());
-            self.sasl_failed(&format!("the server refused: {reason}"));
+            self.sasl_failed(AuthFailure {
+                reason: AuthReason::RefusedByServer,
+                detail: format!("the server refused the SASL exchange: {reason}"),
+            });
             return;
         }
         let token = match body {
             Some(Response::Sasl(response)) => response.token.unwrap_or_default(),
             _ => {
-                self.sasl_failed("undecodable SASL reply");
+                self.sasl_failed(AuthFailure {
+                    reason: AuthReason::Mechanism,
+                    detail: "undecodable SASL reply".into(),
+                });
                 return;
             }
         };
         let Some(mut mechanism) = run.mechanism.take() else {
             // A reply while our own step is still out: the server answered a token we have not
             // sent. Not a conversation that can go on.
-            self.sasl_failed("a SASL reply while the mechanism was busy");
+            self.sasl_failed(AuthFailure {
+                reason: AuthReason::Mechanism,
+                detail: "a SASL reply while the mechanism was busy".into(),
+            });
             return;
         };
         if blocking {
@@ -278,7 +287,7 @@ impl Session {
         run.mechanism = Some(mechanism);
         match step {
             Ok(step) => self.sasl_stepped(step),
-            Err(error) => self.sasl_failed(&error.to_string()),
+            Err(error) => self.sasl_failed(AuthFailure::from_sasl(&error)),
         }
     }
 
@@ -297,9 +306,10 @@ impl Session {
 
     /// Authentication failed: the session ends in `AuthFailed` (the server closes such a
     /// connection; another attempt would fail the same way).
-    fn sasl_failed(&mut self, why: &str) {
-        tracing::warn!(reason = why, "SASL authentication failed");
+    fn sasl_failed(&mut self, failure: AuthFailure) {
+        tracing::warn!(%failure, "SASL authentication failed");
         self.sasl = None;
-        self.terminate(SessionState::AuthFailed, Error::AuthFailed);
+        self.auth_failure = Some(failure.clone());
+        self.terminate(SessionState::AuthFailed, Error::AuthFailed(failure));
     }
 }

@@ -124,9 +124,13 @@ fn a_refused_exchange_ends_the_session_in_auth_failed_without_retrying() {
     ));
     assert_eq!(h.session.state(), SessionState::AuthFailed);
     let events = h.events();
-    assert_eq!(
-        replies(&events),
-        [(request, Err(Error::AuthFailed))],
+    let replied = replies(&events);
+    assert!(
+        matches!(
+            &replied[..],
+            [(id, Err(Error::AuthFailed(failure)))]
+                if *id == request && failure.reason == crate::AuthReason::RefusedByServer
+        ),
         "{events:?}"
     );
     assert!(
@@ -147,6 +151,18 @@ fn a_server_that_fails_mutual_authentication_ends_the_session() {
     h.server_says(sasl_reply(sent[0].0.xid, b"not the expected token"));
     assert_eq!(h.session.state(), SessionState::AuthFailed);
     assert!(h.sent().is_empty());
+    // The cause stays for every later call.
+    assert!(
+        matches!(
+            h.session.ended_with(),
+            Some(Error::AuthFailed(crate::AuthFailure {
+                reason: crate::AuthReason::ServerNotAuthenticated,
+                ..
+            }))
+        ),
+        "{:?}",
+        h.session.ended_with()
+    );
 }
 
 #[test]

@@ -194,7 +194,8 @@ impl Keeper {
                     return Err(Stop::Ended(zk_proto::Error::SessionExpired.into()));
                 }
                 SessionState::AuthFailed => {
-                    return Err(Stop::Ended(zk_proto::Error::AuthFailed.into()));
+                    let error = self.client.ended_with().unwrap_or(zk_proto::Error::Closed);
+                    return Err(Stop::Ended(error.into()));
                 }
                 SessionState::Closed => return Err(Stop::Ended(zk_proto::Error::Closed.into())),
                 _ => {}
