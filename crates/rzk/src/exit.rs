@@ -9,10 +9,11 @@ use std::fmt;
 pub(crate) const EXIT_STATUS_HELP: &str = "\
 Exit status:
   0    success
-  1    any other failure (the server refused for another reason, an I/O error)
+  1    any other failure (the server refused for another reason, BadArguments
+       included, an I/O error)
   2    usage: bad arguments, an invalid path, ACL, duration or connect string
        (nothing was sent)
-  3    not found: the node does not exist
+  3    not found: the node does not exist (server status: no server runs)
   4    conflict: the node exists, has children, or is not at the version given
   5    auth: not allowed by the node's ACL, or authentication failed
   6    connection: no server reachable, connection lost, session expired
@@ -22,7 +23,9 @@ Exit status:
   126  the command could not be executed
   127  the command was not found
   lock, leader, barrier: the command's own status once it ran (128+N when
-  it was killed by signal N, as shells report it)";
+  it was killed by signal N, as shells report it)
+With --json a failure is a JSON object on stderr (error, class, status).
+Without a command rzk starts its shell.";
 
 /// A class of outcome, and its exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
