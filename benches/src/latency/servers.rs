@@ -4,27 +4,19 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-/// The client addresses of a connect string (`host:port[,...][/chroot]`, port 2181 by
-/// default), resolved, for the four-letter commands.
+/// The client addresses of a connect string (every form the client takes: `host:port[,...]`,
+/// a chroot, `zk+tls://` and the TLS query parameters; port 2181 by default), resolved, for
+/// the four-letter commands.
 ///
 /// # Errors
 ///
-/// A host that does not resolve.
+/// A connect string that does not parse, or a host that does not resolve.
 pub fn server_addrs(connect: &str) -> Result<Vec<SocketAddr>, String> {
-    let hosts = connect.split('/').next().unwrap_or_default();
+    let parsed = zk_proto::connect_string::ConnectString::parse(connect)
+        .map_err(|e| format!("--connect {connect:?}: {e}"))?;
     let mut out = Vec::new();
-    for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
-        let has_port = host.rsplit_once(':').is_some_and(|(h, p)| {
-            !p.is_empty()
-                && p.bytes().all(|b| b.is_ascii_digit())
-                && (!h.contains(':') || h.ends_with(']'))
-        });
-        let with_port = if has_port {
-            host.to_owned()
-        } else {
-            format!("{host}:2181")
-        };
-        let addr = with_port
+    for host in parsed.hosts() {
+        let addr = (host.host.as_str(), host.port)
             .to_socket_addrs()
             .map_err(|e| format!("cannot resolve {host}: {e}"))?
             .next()
@@ -139,6 +131,14 @@ mod tests {
         assert_eq!(addrs.len(), 2);
         assert_eq!(addrs[0].port(), 2182);
         assert_eq!(addrs[1].port(), 2181);
+        // Every form the client takes, TLS included (it failed on "zk+tls:" as a host).
+        let addrs = server_addrs("zk+tls://127.0.0.1:2281,[::1]:2282/app?server_name=zk")
+            .expect("a TLS connect string");
+        assert_eq!(
+            addrs.iter().map(SocketAddr::port).collect::<Vec<_>>(),
+            [2281, 2282]
+        );
+        assert!(server_addrs("zk+tls://").is_err());
     }
 
     #[test]
