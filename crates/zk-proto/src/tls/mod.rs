@@ -225,7 +225,10 @@ impl TlsOptions {
                 let key = PrivateKeyDer::from_pem_slice(&key_text).map_err(|error| {
                     TlsConfigError::Pem {
                         what: "the client key",
-                        message: format!("no private key found: {error}"),
+                        message: format!(
+                            "no private key found: {error}{}",
+                            not_pem(&key_text).unwrap_or_default()
+                        ),
                     }
                 })?;
                 builder
@@ -252,12 +255,44 @@ fn parse_certs(
             message: format!("malformed PEM: {error}"),
         })?;
     if certs.is_empty() {
+        let hint = not_pem(text).unwrap_or_default();
         return Err(TlsConfigError::Pem {
             what,
-            message: "no CERTIFICATE block found".into(),
+            message: format!("no CERTIFICATE block found{hint}"),
         });
     }
     Ok(certs)
+}
+
+/// What a file that is not the PEM expected holds, when that can be told, as a hint to append
+/// to the error: DER, a PKCS#12 bundle, or an encrypted PKCS#8 key.
+fn not_pem(bytes: &[u8]) -> Option<String> {
+    if bytes
+        .windows(b"ENCRYPTED PRIVATE KEY".len())
+        .any(|w| w == b"ENCRYPTED PRIVATE KEY")
+    {
+        return Some(
+            ": it is an encrypted PKCS#8 key, which is not supported; decrypt it \
+             (openssl pkcs8 -in KEY -out KEY.pem)"
+                .into(),
+        );
+    }
+    // DER: an ASN.1 SEQUENCE, with a long-form length; PKCS#12 (PFX) then starts with its
+    // version, INTEGER 3.
+    let body = match bytes {
+        [0x30, 0x82, _, _, rest @ ..] => rest,
+        [0x30, 0x81, _, rest @ ..] => rest,
+        _ => return None,
+    };
+    if body.starts_with(&[0x02, 0x01, 0x03]) {
+        Some(
+            ": it is a PKCS#12 bundle (binary), which is not supported; extract PEM \
+             (openssl pkcs12 -in FILE -nodes -out FILE.pem)"
+                .into(),
+        )
+    } else {
+        Some(": it is DER (binary), not PEM; convert it (openssl x509 -inform der / openssl pkey -inform der)".into())
+    }
 }
 
 /// The name to verify for `host`: a DNS name or an IP address (an IPv6 zone dropped).
@@ -449,6 +484,20 @@ mod tests {
         fixed
             .check_hosts(&odd)
             .expect("the fixed name is verified instead");
+    }
+
+    #[test]
+    fn a_file_that_is_not_pem_says_what_it_is() {
+        let der = [0x30, 0x82, 0x01, 0x0a, 0x30, 0x82, 0x00, 0x10];
+        assert!(not_pem(&der).is_some_and(|hint| hint.contains("DER")));
+        let pkcs12 = [0x30, 0x82, 0x09, 0x00, 0x02, 0x01, 0x03, 0x30];
+        assert!(not_pem(&pkcs12).is_some_and(|hint| hint.contains("PKCS#12")));
+        let encrypted =
+            b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        assert!(not_pem(encrypted).is_some_and(|hint| hint.contains("encrypted PKCS#8")));
+        assert_eq!(not_pem(b"garbage"), None);
+        let error = parse_certs(&pkcs12, "the CA").expect_err("not PEM");
+        assert!(error.to_string().contains("PKCS#12"), "{error}");
     }
 
     #[test]
