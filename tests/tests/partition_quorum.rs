@@ -18,7 +18,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 use zk_proto::{Client, CreateOptions, EventType, SessionState};
@@ -26,7 +26,7 @@ use zk_recipes::cache::TreeCache;
 use zk_recipes::election::LeaderLatch;
 use zk_recipes::lock::Lock;
 use zk_testkit::client::StateLog;
-use zk_testkit::partition::{ClientNamespace, PartitionBed};
+use zk_testkit::partition::{ClientNamespace, PartitionBed, random_pause};
 use zk_testkit::started;
 
 /// The session timeout of every client here: the shortest the ensemble grants (two ticks).
@@ -42,16 +42,6 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A random pause of up to a second before the cut, so that the cut falls anywhere in the
-/// leader's half-tick cycle of pings to its followers and in the clients' check cycle.
-fn random_pause() -> Duration {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    Duration::from_millis(u64::from(nanos % 1_000))
 }
 
 /// The bed and two client namespaces: the holder's and the contender's.

@@ -13,23 +13,14 @@
 mod support;
 
 use std::process::Stdio;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use support::{RZK, append, finish, lines, scratch, until_terminated, wait_lines};
 use zk_proto::Client;
-use zk_testkit::partition::PartitionBed;
+use zk_testkit::partition::{PartitionBed, random_pause};
 use zk_testkit::started;
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-/// A random pause of up to a second before the cut (anywhere in the leader's ping cycle).
-fn random_pause() -> Duration {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    Duration::from_millis(u64::from(nanos % 1_000))
-}
 
 /// `rzk --server <servers> lock --session-timeout 4s <path> -- sh -c <script>`, started inside
 /// `ns`.

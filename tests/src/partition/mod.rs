@@ -685,6 +685,16 @@ impl Drop for PartitionBed {
     }
 }
 
+/// A random pause of up to a second, for a test to cut at a random moment: anywhere in the
+/// leader's half-tick cycle of pings to its followers and in the clients' timer cycles.
+pub fn random_pause() -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    Duration::from_millis(u64::from(nanos % 1_000))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

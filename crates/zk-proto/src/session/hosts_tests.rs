@@ -6,20 +6,26 @@ use super::tests::{Harness, config};
 use super::*;
 use crate::path::Chroot;
 
-fn host(port: u16) -> HostAddr {
+pub(super) fn host(port: u16) -> HostAddr {
     HostAddr::new("h", port)
 }
 
 /// A session on host 1 of hosts 1, 2, 3 (in that order), established.
 fn on_first_of_three() -> Harness {
+    on_first_of_three_with(config(), 30_000)
+}
+
+/// As [`on_first_of_three`], with `config` (its hosts and order replaced) and the session
+/// timeout `timeout_ms` granted.
+pub(super) fn on_first_of_three_with(config: SessionConfig, timeout_ms: i32) -> Harness {
     let mut h = Harness::new(SessionConfig {
         hosts: vec![host(1), host(2), host(3)],
         shuffle_hosts: false,
         rng_seed: Some(7),
-        ..config()
+        ..config
     });
     assert_eq!(h.session.poll_connect(h.now), Some((0, host(1))));
-    h.establish(0x77, 30_000);
+    h.establish(0x77, timeout_ms);
     h.events();
     h
 }

@@ -7,26 +7,14 @@ use std::time::Duration;
 
 use jute::{AddWatchMode, KeeperState};
 
+use super::hosts_tests::{host, on_first_of_three_with};
 use super::tests::{Harness, config, frame, ok};
 use super::*;
 use crate::path::Chroot;
 
-fn host(port: u16) -> HostAddr {
-    HostAddr::new("h", port)
-}
-
 /// A 3 s session (grace 1 s) on host 1 of hosts 1, 2, 3, established at `h.now`.
 fn on_first_of_three() -> Harness {
-    let mut h = Harness::new(SessionConfig {
-        hosts: vec![host(1), host(2), host(3)],
-        shuffle_hosts: false,
-        rng_seed: Some(7),
-        ..config()
-    });
-    assert_eq!(h.session.poll_connect(h.now), Some((0, host(1))));
-    h.establish(0x77, 3_000);
-    h.events();
-    h
+    on_first_of_three_with(config(), 3_000)
 }
 
 /// Moves the session off host 1 (removed from the list).
@@ -139,16 +127,13 @@ fn a_loss_that_the_client_did_not_choose_is_a_disconnection_at_once() {
 
 #[test]
 fn a_move_that_lands_on_a_read_only_server_goes_through_disconnected() {
-    let mut h = Harness::new(SessionConfig {
-        hosts: vec![host(1), host(2), host(3)],
-        shuffle_hosts: false,
-        rng_seed: Some(7),
-        read_only: true,
-        ..config()
-    });
-    assert!(h.session.poll_connect(h.now).is_some());
-    h.establish(0x77, 3_000);
-    h.events();
+    let mut h = on_first_of_three_with(
+        SessionConfig {
+            read_only: true,
+            ..config()
+        },
+        3_000,
+    );
     move_off(&mut h);
     assert_eq!(states(&h.events()), []);
     assert!(h.session.poll_connect(h.now).is_some());
