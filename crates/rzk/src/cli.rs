@@ -269,8 +269,12 @@ pub(crate) enum Command {
     /// Print the ensemble's configuration (/zookeeper/config), parsed, or as stored with --raw
     Config {
         /// The data as the server stores it
-        #[arg(long)]
+        #[arg(long, conflicts_with = "connect_string")]
         raw: bool,
+        /// Only the members' client addresses as a connect string (zkCli's config -c), for
+        /// --server or ZOOKEEPER
+        #[arg(short = 'c', long)]
+        connect_string: bool,
     },
     /// Change the ensemble's membership (needs reconfigEnabled on the servers and, with
     /// ACLs on, the super user); prints the new configuration

@@ -113,6 +113,14 @@ async fn the_shell_completes_remembers_and_prints_watches_as_they_fire() {
         run(&mut sh, "removewatches /app", None);
         run(&mut sh, "removewatches /app", Some("NoWatcher"));
 
+        // Ctrl-C stops a running command (a watch runs until interrupted), not the shell.
+        sh.send_line("watch -v /app").expect("watch");
+        sh.exp_string("watching /app").expect("the watch runs");
+        sh.send_control('c').expect("ctrl-c");
+        sh.exp_regex(r"\(CONNECTED\) \d+\] ")
+            .expect("back at the prompt after Ctrl-C");
+        run(&mut sh, "whoami", Some("digest alice"));
+
         // close, then connect: the prompt says so, commands wait for a session.
         sh.send_line("close").expect("close");
         sh.exp_string("(CLOSED)").expect("closed in the prompt");

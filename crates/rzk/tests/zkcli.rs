@@ -330,6 +330,29 @@ async fn config_and_reconfig_agree_with_zkcli() {
         let addr = ensemble.addr(id).to_string();
         assert_eq!(member["client"], addr.as_str());
     }
+    // config -c: the members' client addresses; zkCli prints "VERSION host,host,..." in an
+    // order of its own, rzk a connect string in the order of the members.
+    let theirs_c = zkcli(&zk, &["config", "-c"])
+        .await
+        .expect(0, "zkCli config -c");
+    let ours_c = rzk(&zk, &["config", "-c"]).await.expect(0, "config -c");
+    let hosts = |text: &str| {
+        let mut hosts: Vec<String> = text
+            .split_whitespace()
+            .last()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        hosts.sort();
+        hosts
+    };
+    assert_eq!(
+        hosts(&ours_c.stdout),
+        hosts(&theirs_c.stdout),
+        "{theirs_c:?}"
+    );
+    assert!(theirs_c.stdout.starts_with(&version), "{theirs_c:?}");
     let text = rzk(&zk, &["config"]).await.expect(0, "config");
     assert!(
         text.stdout.starts_with(&format!("version {version}\n")),

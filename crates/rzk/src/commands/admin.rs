@@ -142,13 +142,40 @@ fn print_config(data: &[u8], raw: bool, out: Output) -> Outcome {
     Ok(0)
 }
 
-/// `config [--raw]`.
-pub(super) async fn config(client: &Client, raw: bool, out: Output) -> Outcome {
+/// `config [--raw | -c]`.
+pub(super) async fn config(
+    client: &Client,
+    raw: bool,
+    connect_string: bool,
+    out: Output,
+) -> Outcome {
     let (data, _) = client
         .get_config()
         .await
         .map_err(|e| Failure::zk("config", &e))?;
+    if connect_string {
+        let config = parse_config(&String::from_utf8_lossy(&data))
+            .map_err(|e| Failure::new(crate::exit::ExitClass::Failure, format!("config: {e}")))?;
+        let hosts = client_connect_string(&config);
+        if out.json {
+            out.json(&json!({ "version": config.version, "connect_string": hosts }))?;
+        } else {
+            out.line(&hosts)?;
+        }
+        return Ok(0);
+    }
     print_config(&data, raw, out)
+}
+
+/// The members' client addresses, comma-separated, in the order of their lines (members
+/// without a client port left out).
+pub(crate) fn client_connect_string(config: &EnsembleConfig) -> String {
+    config
+        .members
+        .iter()
+        .filter_map(|m| m.client.as_deref())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// A comma-separated or repeated list, flattened.
@@ -284,6 +311,10 @@ mod tests {
         assert_eq!(m[2].quorum, "[::1]:2888");
         assert_eq!(m[2].client.as_deref(), Some("[::1]:2181"));
         assert_eq!(m[3].client, None);
+        assert_eq!(
+            client_connect_string(&config),
+            "127.0.0.1:2181,10.0.0.2:2181,[::1]:2181"
+        );
         assert!(parse_config("server.x=h:1:2").is_err());
         assert!(parse_config("server.1=h").is_err());
     }

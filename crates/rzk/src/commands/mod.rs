@@ -132,7 +132,10 @@ pub(crate) async fn dispatch(
             };
             nodes::unwatch(client, &path, kind, out).await
         }
-        Command::Config { raw } => admin::config(client, raw, out).await,
+        Command::Config {
+            raw,
+            connect_string,
+        } => admin::config(client, raw, connect_string, out).await,
         Command::Reconfig(args) => admin::reconfig(client, &args, out).await,
         Command::Setquota(limits) => quota::setquota(client, &limits, out).await,
         Command::Listquota { path } => quota::listquota(client, &path, out).await,

@@ -50,6 +50,9 @@ struct ShellLine {
     /// Print this command's result as JSON
     #[arg(long, global = true)]
     json: bool,
+    /// Say on stderr what happens
+    #[arg(short, long, global = true)]
+    verbose: bool,
     /// What to do.
     #[command(subcommand)]
     command: ShellCommand,
@@ -283,10 +286,10 @@ impl Shell {
         }
     }
 
-    fn output(&self, json: bool) -> Output {
+    fn output(&self, json: bool, verbose: bool) -> Output {
         Output {
             json: json || self.global.json,
-            verbose: self.global.verbose,
+            verbose: verbose || self.global.verbose,
         }
     }
 
@@ -381,7 +384,7 @@ impl Shell {
             }
         };
         self.count += 1;
-        let out = self.output(parsed.json);
+        let out = self.output(parsed.json, parsed.verbose);
         match parsed.command {
             ShellCommand::Quit => return Next::Quit,
             ShellCommand::Connect { server } => self.open(server),
