@@ -437,7 +437,15 @@ async fn a_plaintext_server_answering_a_tls_connection_is_named() {
 #[tokio::test]
 async fn a_session_survives_a_server_restart_over_tls() {
     let server = std::sync::Arc::new(tls_server(ClientAuth::Need).await);
-    let client = connect_with(builder().tls(mutual(certs(&server))), &secure(&server)).await;
+    // A session that outlives the restart: a JVM restart on a loaded machine takes longer
+    // than the kit's 4 s sessions (the client then rightly reports the session expired).
+    let client = connect_with(
+        builder()
+            .session_timeout(Duration::from_secs(30))
+            .tls(mutual(certs(&server))),
+        &secure(&server),
+    )
+    .await;
     let session = client.session_id();
     client
         .create("/e", "", &CreateOptions::new(CreateMode::EPHEMERAL))
