@@ -504,13 +504,21 @@ impl Shell {
         self.runtime.block_on(async {
             let run = commands::dispatch(&client, &connector, command, data, out, &sink);
             match interrupts {
-                Some(interrupts) => tokio::select! {
+                Some(interrupts) => {
+                    // A Ctrl-C that a command took itself (`watch` ends on it) reached this
+                    // stream too: drop it, or it would interrupt this command at once.
+                    while let Ok(Some(())) =
+                        tokio::time::timeout(std::time::Duration::ZERO, interrupts.recv()).await
+                    {
+                    }
+                    tokio::select! {
                     outcome = run => outcome,
                     _ = interrupts.recv() => {
                         say!("interrupted");
                         Ok(130)
                     }
-                },
+                    }
+                }
                 None => run.await,
             }
         })
