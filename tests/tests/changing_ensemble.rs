@@ -89,7 +89,10 @@ async fn a_session_follows_its_ensemble_replaced_member_by_member_keeping_its_lo
         Duration::from_secs(30),
         || {
             let hosts: BTreeSet<HostAddr> = holder.hosts().into_iter().collect();
-            let ready = hosts == members && holder.state() == SessionState::Connected;
+            // On a server: the state stays `Connected` during a move.
+            let ready = hosts == members
+                && holder.state() == SessionState::Connected
+                && holder.server().is_some();
             async move { ready }
         },
     )
@@ -148,8 +151,11 @@ async fn thirty_sessions_spread_over_five_servers_after_two_join() {
         "every session follows the ensemble",
         Duration::from_secs(30),
         || {
+            // On a server, not only `Connected`: the state stays `Connected` while a client
+            // moves to its new server (docs/client.md, "A move is not a disconnection").
             let ready = clients.iter().all(|c| {
                 c.state() == SessionState::Connected
+                    && c.server().is_some()
                     && c.hosts().into_iter().collect::<BTreeSet<_>>() == members
             });
             async move { ready }

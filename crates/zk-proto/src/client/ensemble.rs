@@ -29,7 +29,8 @@ impl Client {
         self.shared.published.borrow().hosts.to_vec()
     }
 
-    /// The server this session is connected to now (`None` while it is not connected).
+    /// The server this session is connected to now (`None` while it is not connected, also
+    /// during a move to another server, while the state stays `Connected`).
     pub fn server(&self) -> Option<crate::connect_string::HostAddr> {
         self.shared.published.borrow().server.clone()
     }
