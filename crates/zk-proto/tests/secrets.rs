@@ -2,7 +2,9 @@
 //! published state, a builder given `resume`), `addAuth` credentials, a SASL password, a TLS
 //! private key. Every public configuration and client type is formatted with its secrets set,
 //! against a real server, and the output searched for each secret in the forms a derived
-//! `Debug` would print it.
+//! `Debug` would print it. (With the `tls` feature: the builder is given a TLS key too.)
+
+#![cfg(feature = "tls")]
 
 mod support;
 
