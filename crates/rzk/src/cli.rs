@@ -353,7 +353,7 @@ pub(crate) enum Command {
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("change").required(true).multiple(true).args(["add", "remove", "members", "file"])))]
 pub(crate) struct ReconfigArgs {
-    /// Servers to add, server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENT (repeatable, or
+    /// Servers to add, `server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENT` (repeatable, or
     /// comma-separated)
     #[arg(long, value_name = "SERVER", conflicts_with_all = ["members", "file"])]
     pub(crate) add: Vec<String>,
