@@ -76,6 +76,11 @@ macro_rules! server_errors {
             /// passed. Without waiting for either when every host failed
             /// [permanently](ConnectFailure::is_permanent) in a row, as a TLS failure does
             /// ([`Error::tls_failure`] names it).
+            ///
+            /// Also how an established session ends when it could not reconnect for a whole
+            /// session timeout because every host refused it permanently (a server
+            /// certificate the client no longer trusts, say): the counts are those since the
+            /// last connection.
             NoServerReachable {
                 /// How many connection attempts failed.
                 attempts: u32,
@@ -202,7 +207,7 @@ impl Error {
     }
 
     /// Whether the session is over: no later call on this session can succeed (expired,
-    /// authentication failed, closed). A client that renews expired sessions
+    /// authentication failed, closed, no server reachable). A client that renews expired sessions
     /// ([`ClientBuilder::renew_expired_sessions`](crate::ClientBuilder::renew_expired_sessions))
     /// goes on with a new session after [`Error::SessionExpired`].
     pub fn is_terminal(&self) -> bool {
@@ -212,11 +217,12 @@ impl Error {
                 | Error::AuthFailed(_)
                 | Error::Closed
                 | Error::SessionClosedRequireSaslAuth
+                | Error::NoServerReachable { .. }
         )
     }
 
-    /// The TLS failure that made [`connect`](crate::ClientBuilder::connect) give up, if that
-    /// is why: the `last_error` of [`Error::NoServerReachable`] when it is a
+    /// The TLS failure that made [`connect`](crate::ClientBuilder::connect) give up, or an
+    /// established session end when it could not reconnect, if that is why: the `last_error` of [`Error::NoServerReachable`] when it is a
     /// [`ConnectFailure::Tls`].
     pub fn tls_failure(&self) -> Option<&TlsFailure> {
         match self {

@@ -374,6 +374,7 @@ impl ClientBuilder {
             password: crate::Secret::default(),
             negotiated_timeout: None,
             auth_failure: None,
+            gave_up_with: None,
             hosts: Arc::from(Vec::new()),
             server: None,
         });

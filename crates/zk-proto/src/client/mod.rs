@@ -185,8 +185,9 @@ impl Client {
     }
 
     /// The error every call gets now that the session is over: [`Error::SessionExpired`],
-    /// [`Error::AuthFailed`] with its cause, or [`Error::Closed`]; `None` while the session
-    /// runs.
+    /// [`Error::AuthFailed`] with its cause, [`Error::NoServerReachable`] with the last
+    /// failure when every server refused the session's reconnection for good (a TLS
+    /// failure), or [`Error::Closed`]; `None` while the session runs.
     pub fn ended_with(&self) -> Option<Error> {
         let published = self.shared.published.borrow();
         match published.state {
@@ -197,7 +198,7 @@ impl Client {
                     .clone()
                     .unwrap_or_else(crate::AuthFailure::refused_by_server),
             )),
-            SessionState::Closed => Some(Error::Closed),
+            SessionState::Closed => Some(published.gave_up_with.clone().unwrap_or(Error::Closed)),
             _ => None,
         }
     }

@@ -117,6 +117,8 @@ pub(crate) struct Published {
     pub(crate) negotiated_timeout: Option<Duration>,
     /// Why authentication failed, once the state is `AuthFailed`.
     pub(crate) auth_failure: Option<crate::AuthFailure>,
+    /// Why the session gave up connecting, once the state is `Closed` for that reason.
+    pub(crate) gave_up_with: Option<Error>,
 }
 
 /// The most commands taken from the queue in one turn of the loop before frames are written.
@@ -542,7 +544,8 @@ impl Driver {
                 || current.negotiated_timeout != self.session.negotiated_timeout()
                 || *current.hosts != *hosts
                 || current.server.as_ref() != self.session.connected_server()
-                || current.auth_failure.as_ref() != self.session.auth_failure();
+                || current.auth_failure.as_ref() != self.session.auth_failure()
+                || current.gave_up_with.as_ref() != self.session.gave_up_with();
             if changed {
                 *current = Published {
                     state,
@@ -557,6 +560,7 @@ impl Driver {
                     },
                     server: self.session.connected_server().cloned(),
                     auth_failure: self.session.auth_failure().cloned(),
+                    gave_up_with: self.session.gave_up_with().cloned(),
                 };
             }
             changed

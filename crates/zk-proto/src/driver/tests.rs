@@ -18,6 +18,7 @@ fn driver(hosts: u16) -> Driver {
         server: None,
         negotiated_timeout: None,
         auth_failure: None,
+        gave_up_with: None,
     });
     let (states, _) = watch::channel(SessionState::Connecting);
     Driver {

@@ -286,6 +286,10 @@ impl Harness {
         let fits = match self.checker.state {
             SessionState::Expired => *error == Error::SessionExpired,
             SessionState::AuthFailed => matches!(error, Error::AuthFailed(_)),
+            // A session that gave up connecting answers with why it did.
+            SessionState::Closed if self.session.gave_up_with().is_some() => {
+                Some(error) == self.session.gave_up_with()
+            }
             _ => *error == Error::Closed,
         };
         assert!(

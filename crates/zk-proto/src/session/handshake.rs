@@ -79,7 +79,10 @@ impl Session {
     /// any session was established, ends the session at once with
     /// [`Error::NoServerReachable`] naming it: retrying with the same settings cannot
     /// help. Once a session exists, failures of any kind are retried with the backoff until
-    /// the session expires (the servers may get a fixed certificate meanwhile).
+    /// the session expires (the servers may get a fixed certificate meanwhile); if by then
+    /// every host's last attempt failed permanently, the session ends with
+    /// [`Error::NoServerReachable`] naming that failure rather than with
+    /// [`Error::SessionExpired`].
     pub fn handle_connect_failed(&mut self, now: Instant, failure: ConnectFailure) {
         if matches!(self.link, Link::Dialing { .. }) {
             tracing::debug!(%failure, "connection attempt failed");
@@ -284,6 +287,12 @@ impl Session {
         self.negotiated = Some(negotiated);
         self.timing = Timing::new(negotiated, self.config.hosts.len());
         self.established = true;
+        // What `NoServerReachable` would report counts from here: the attempts since the
+        // last connection.
+        self.failed_attempts = 0;
+        self.tried.clear();
+        self.permanent_failures.clear();
+        self.last_failure = None;
         self.seen_rw_server |= !read_only;
         // The ConnectRequest went out when the connection opened.
         let handshake_sent = match self.link {
@@ -481,7 +490,9 @@ impl Session {
         self.link = Link::Down {
             retry_at: Some(now + delay),
         };
-        if self.established || lasted.is_some() {
+        if lasted.is_some() {
+            // A connection that was up breaks a run of failures.
+            self.permanent_failures.clear();
             return;
         }
         self.failed_attempts = self.failed_attempts.saturating_add(1);
@@ -502,14 +513,24 @@ impl Session {
         if failure.is_some() {
             self.last_failure = failure;
         }
+        if self.established {
+            // Once a session exists, it is retried until it expires (the servers may be
+            // fixed meanwhile); the failures counted here name the cause if it does.
+            return;
+        }
         let every_host_failed = self.failed_attempts as usize >= self.hosts.hosts().len();
-        let every_host_refused_for_good = self.permanent_failures.len() >= self.hosts.hosts().len();
-        if (every_host_refused_for_good || (self.config.fail_fast && every_host_failed))
+        if (self.every_host_refused_for_good() || (self.config.fail_fast && every_host_failed))
             && !self.state.is_terminal()
             && self.closing.is_none()
         {
             self.give_up(now);
         }
+    }
+
+    /// Whether the last attempt on every host failed [permanently](ConnectFailure::is_permanent),
+    /// with no connection up since.
+    pub(super) fn every_host_refused_for_good(&self) -> bool {
+        self.permanent_failures.len() >= self.hosts.hosts().len()
     }
 
     /// No session could be established in time (or every host failed permanently): the
@@ -550,6 +571,9 @@ impl Session {
         };
         tracing::info!(%error, "giving up connecting");
         self.events.push_back(SessionEvent::GaveUp(error.clone()));
+        if !self.state.is_terminal() {
+            self.gave_up_with = Some(error.clone());
+        }
         self.terminate(SessionState::Closed, error);
     }
 }

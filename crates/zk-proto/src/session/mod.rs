@@ -242,6 +242,9 @@ pub struct Session {
     ready_once: bool,
     /// Why authentication failed, once it has (for every later call's error).
     auth_failure: Option<crate::AuthFailure>,
+    /// The error the session ended with when it gave up connecting
+    /// ([`Error::NoServerReachable`]); every later call gets it.
+    gave_up_with: Option<Error>,
     /// The hosts whose attempts failed permanently since the last transient failure.
     permanent_failures: BTreeSet<usize>,
     /// The quorum check ([`quorum`]): who wants it, and this connection's checks.
@@ -315,6 +318,7 @@ impl Session {
             sasl_jobs: SaslJobs::default(),
             ready_once: false,
             auth_failure: None,
+            gave_up_with: None,
             last_failure: None,
             permanent_failures: BTreeSet::new(),
             quorum,
@@ -332,6 +336,12 @@ impl Session {
         self.auth_failure.as_ref()
     }
 
+    /// The error the session ended with when it gave up connecting
+    /// ([`Error::NoServerReachable`], with the hosts tried and the last failure).
+    pub fn gave_up_with(&self) -> Option<&Error> {
+        self.gave_up_with.as_ref()
+    }
+
     /// The error every call gets once the session is over (or closing); `None` while it runs.
     pub fn ended_with(&self) -> Option<Error> {
         self.terminal_error()
@@ -345,7 +355,7 @@ impl Session {
                     .clone()
                     .unwrap_or_else(crate::AuthFailure::refused_by_server),
             )),
-            SessionState::Closed => Some(Error::Closed),
+            SessionState::Closed => Some(self.gave_up_with.clone().unwrap_or(Error::Closed)),
             _ if self.closing.is_some() => Some(Error::Closed),
             _ => None,
         }
@@ -533,6 +543,16 @@ impl Session {
             && let Some(expiry) = self.local_expiry()
             && now >= expiry
         {
+            if self.every_host_refused_for_good() {
+                // Every server refused this client for good (a TLS failure): that is the
+                // news, not the expiry it caused.
+                tracing::warn!(
+                    session_id = format_args!("{:#x}", self.session_id),
+                    "every server refused the reconnection for a whole session timeout"
+                );
+                self.give_up(now);
+                return;
+            }
             tracing::warn!(
                 session_id = format_args!("{:#x}", self.session_id),
                 "no server answered for a whole session timeout; the session is expired"

@@ -1654,7 +1654,7 @@ fn a_tls_alert_during_the_session_handshake_is_the_attempts_permanent_failure() 
 }
 
 #[test]
-fn once_a_session_exists_permanent_failures_are_retried_with_the_backoff_until_it_expires() {
+fn once_a_session_exists_permanent_failures_are_retried_until_it_expires_and_then_named() {
     let mut h = Harness::new(SessionConfig {
         hosts: hosts(2),
         shuffle_hosts: false,
@@ -1671,28 +1671,76 @@ fn once_a_session_exists_permanent_failures_are_retried_with_the_backoff_until_i
     // backoff, as for any failure.
     let mut attempts = 0u32;
     while h.session.state() == SessionState::Disconnected {
-        h.session.handle_connect_failed(h.now, untrusted());
-        attempts += 1;
-        assert!(
-            gave_up(&h.events()).is_none(),
-            "no giving up with a session"
-        );
+        if h.session.poll_connect(h.now).is_some() {
+            h.session.handle_connect_failed(h.now, untrusted());
+            attempts += 1;
+            assert!(
+                gave_up(&h.events()).is_none(),
+                "no giving up with a session"
+            );
+        }
         let Some(at) = h.session.poll_timeout() else {
             break;
         };
         h.advance(at.saturating_duration_since(h.now));
-        if h.session.poll_connect(h.now).is_none() {
-            // Not dialing yet: the expiry may have come first.
-            continue;
-        }
     }
-    assert_eq!(h.session.state(), SessionState::Expired);
-    // Expired at the local expiry (T after the last answered send), not before.
+    // Ended at the local expiry (T after the last answered send), not before, and with the
+    // cause: every server refused the client's TLS, which an expiry would hide.
+    assert_eq!(h.session.state(), SessionState::Closed);
     assert!(
         h.now - lost >= Duration::from_secs(29),
         "{:?}",
         h.now - lost
     );
+    let events = h.events();
+    match gave_up(&events) {
+        Some(
+            error @ Error::NoServerReachable {
+                attempts: counted,
+                hosts,
+                last_error,
+            },
+        ) => {
+            assert_eq!(*last_error, untrusted());
+            assert_eq!(
+                *counted, attempts,
+                "the attempts since the connection was lost"
+            );
+            assert_eq!(*hosts, vec!["h:1".to_owned(), "h:2".to_owned()]);
+            assert!(error.is_terminal());
+            assert!(error.tls_failure().is_some());
+        }
+        other => panic!("expected NoServerReachable naming the TLS failure: {other:?}"),
+    }
     // The backoff held the attempts to a handful per second (capped at 1 s, 500 ms at least).
     assert!((20..=80).contains(&attempts), "{attempts} attempts in 30 s");
+}
+
+#[test]
+fn a_session_whose_reconnections_failed_transiently_on_some_host_just_expires() {
+    let mut h = Harness::new(SessionConfig {
+        hosts: hosts(2),
+        shuffle_hosts: false,
+        rng_seed: Some(6),
+        ..config()
+    });
+    dial_when_allowed(&mut h);
+    h.establish(9, 30_000);
+    h.events();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    // One server refuses the certificate, the other is down: the TLS failure is not the
+    // whole story, so the expiry is the news.
+    while !h.session.state().is_terminal() {
+        match h.session.poll_connect(h.now) {
+            Some((0, _)) => h.session.handle_connect_failed(h.now, untrusted()),
+            Some(_) => h.session.handle_connect_failed(h.now, refused()),
+            None => {}
+        }
+        let Some(at) = h.session.poll_timeout() else {
+            break;
+        };
+        h.advance(at.saturating_duration_since(h.now));
+    }
+    assert_eq!(h.session.state(), SessionState::Expired);
+    assert_eq!(gave_up(&h.events()), None);
 }
