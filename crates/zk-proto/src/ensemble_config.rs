@@ -98,6 +98,100 @@ fn client_host(client: &str, quorum_host: &str) -> Result<HostAddr, String> {
     Ok(parsed)
 }
 
+/// How a client over TLS finds each member's TLS port: the configuration lists only the
+/// plaintext client port (`secureClientPort` is a static setting of each server, not part of
+/// the dynamic configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TlsPorts {
+    /// Work it out from the connect string (the default): if every entry of the connect
+    /// string is listed as is, the listed ports speak TLS (port unification, or a TLS
+    /// `clientPort`); otherwise the one port offset that maps every entry to a listed member
+    /// on the same host (2281 for 2181: 100). When none or several offsets fit, the
+    /// configuration is not followed (an info log says why): dialing guessed ports could
+    /// reach another ensemble's server on the same host.
+    #[default]
+    Infer,
+    /// The listed client ports speak TLS.
+    Listed,
+    /// Each member's TLS port is its listed client port plus this offset.
+    Offset(i32),
+}
+
+/// The addresses a TLS client dials for the members `listed` (from [`client_hosts`]), by
+/// `rule`; `connect` is the connect string's hosts (for [`TlsPorts::Infer`]).
+///
+/// # Errors
+///
+/// Why the rule gives no addresses: nothing to infer from, an ambiguous inference, or an
+/// offset that takes every port out of range.
+pub fn tls_hosts(
+    listed: &[HostAddr],
+    rule: TlsPorts,
+    connect: &[HostAddr],
+) -> Result<Vec<HostAddr>, String> {
+    let offset = match rule {
+        TlsPorts::Listed => 0,
+        TlsPorts::Offset(offset) => offset,
+        TlsPorts::Infer => infer_offset(listed, connect)?,
+    };
+    let hosts: Vec<HostAddr> = listed
+        .iter()
+        .filter_map(|member| {
+            let port = u16::try_from(i32::from(member.port) + offset).ok()?;
+            (port != 0).then(|| HostAddr::new(member.host.clone(), port))
+        })
+        .collect();
+    if hosts.is_empty() {
+        return Err(format!(
+            "the TLS port offset {offset} takes every member's port out of range"
+        ));
+    }
+    Ok(hosts)
+}
+
+/// The port offset from listed client ports to the connect string's TLS ports.
+fn infer_offset(listed: &[HostAddr], connect: &[HostAddr]) -> Result<i32, String> {
+    if !connect.is_empty() && connect.iter().all(|entry| listed.contains(entry)) {
+        return Ok(0);
+    }
+    let mut fitting: Option<std::collections::BTreeSet<i32>> = None;
+    for entry in connect {
+        let offsets: std::collections::BTreeSet<i32> = listed
+            .iter()
+            .filter(|member| member.host.eq_ignore_ascii_case(&entry.host))
+            .map(|member| i32::from(entry.port) - i32::from(member.port))
+            .collect();
+        // A host the configuration no longer lists says nothing.
+        if offsets.is_empty() {
+            continue;
+        }
+        fitting = Some(match fitting {
+            None => offsets,
+            Some(fitting) => fitting.intersection(&offsets).copied().collect(),
+        });
+    }
+    let Some(fitting) = fitting else {
+        return Err(
+            "no host of the connect string is a member of the configuration (set \
+                    ClientBuilder::ensemble_tls_ports)"
+                .to_owned(),
+        );
+    };
+    let mut offsets = fitting.into_iter();
+    match (offsets.next(), offsets.next()) {
+        (Some(offset), None) => Ok(offset),
+        (None, _) => Err(
+            "no single port offset maps the connect string to the configured \
+                          members (set ClientBuilder::ensemble_tls_ports)"
+                .to_owned(),
+        ),
+        (Some(_), Some(_)) => Err("several port offsets map the connect string to the \
+                                   configured members (set ClientBuilder::ensemble_tls_ports)"
+            .to_owned()),
+    }
+}
+
 fn format_host(host: &str, port: &str) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
@@ -118,6 +212,55 @@ mod tests {
 
     fn h(host: &str, port: u16) -> HostAddr {
         HostAddr::new(host, port)
+    }
+
+    #[test]
+    fn tls_ports_are_inferred_only_when_one_offset_fits() {
+        let listed = [h("zk1", 2181), h("zk2", 2181), h("zk3", 2181)];
+        // Separate TLS ports, the usual way: one offset for every host.
+        assert_eq!(
+            tls_hosts(&listed, TlsPorts::Infer, &[h("zk1", 2281), h("ZK2", 2281)]),
+            Ok(vec![h("zk1", 2281), h("zk2", 2281), h("zk3", 2281)])
+        );
+        // The listed port itself (port unification): offset 0, also on one machine.
+        let local = [
+            h("127.0.0.1", 5001),
+            h("127.0.0.1", 5002),
+            h("127.0.0.1", 5003),
+        ];
+        assert_eq!(
+            tls_hosts(&local, TlsPorts::Infer, &[h("127.0.0.1", 5002)]),
+            Ok(local.to_vec())
+        );
+        // On one machine a single TLS entry fits as many offsets as there are members.
+        assert!(
+            tls_hosts(&local, TlsPorts::Infer, &[h("127.0.0.1", 6002)])
+                .is_err_and(|why| why.contains("several"))
+        );
+        // ... and entries with different offsets fit none.
+        assert!(
+            tls_hosts(&listed, TlsPorts::Infer, &[h("zk1", 2281), h("zk2", 2282)])
+                .is_err_and(|why| why.contains("no single"))
+        );
+        // A host that left the ensemble says nothing; none in it at all: not followed.
+        assert_eq!(
+            tls_hosts(&listed, TlsPorts::Infer, &[h("gone", 1), h("zk3", 3181)]),
+            Ok(vec![h("zk1", 3181), h("zk2", 3181), h("zk3", 3181)])
+        );
+        assert!(
+            tls_hosts(&listed, TlsPorts::Infer, &[h("elsewhere", 2281)])
+                .is_err_and(|why| why.contains("no host"))
+        );
+        // Explicit rules; members taken out of the port range are left out.
+        assert_eq!(
+            tls_hosts(&[h("a", 2181), h("b", 65535)], TlsPorts::Offset(100), &[]),
+            Ok(vec![h("a", 2281)])
+        );
+        assert_eq!(
+            tls_hosts(&listed, TlsPorts::Listed, &[]),
+            Ok(listed.to_vec())
+        );
+        assert!(tls_hosts(&listed, TlsPorts::Offset(-2181), &[]).is_err());
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub use client::{
     Client, ClientBuilder, CreateOptions, MultiItem, MultiReadItem, OneshotWatcher,
     PersistentWatcher, QuorumCheck,
 };
+pub use ensemble_config::TlsPorts;
 pub use error::{
     AuthFailure, AuthReason, ConnectFailure, Error, ProtocolError, Result, TlsConfigError,
     TlsFailure,

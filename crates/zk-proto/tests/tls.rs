@@ -559,6 +559,60 @@ async fn a_session_moves_to_another_server_of_a_tls_ensemble() {
 }
 
 #[tokio::test]
+async fn a_tls_client_follows_the_ensemble_and_moves_to_a_server_it_learned() {
+    // Port unification: each server's listed client port also speaks TLS, so the ports the
+    // configuration lists are the ones to dial (the inferred offset is 0). The client knows
+    // one server; it learns the others from `/zookeeper/config` and, when its server dies,
+    // moves to one it learned, verified with the same settings (the servers need a client
+    // certificate, so only a TLS connection gets a session).
+    let ensemble: std::sync::Arc<Ensemble> = start_ensemble(
+        Ensemble::builder(3)
+            .tls(ClientAuth::Need)
+            .system_property("zookeeper.client.portUnification", true),
+    )
+    .await;
+    let certs = ensemble.tls_certs().expect("TLS").clone();
+    let first = ensemble.server(0).port();
+    let client = connect_with(
+        builder()
+            .session_timeout(Duration::from_secs(10))
+            .tls(mutual(&certs)),
+        &format!("127.0.0.1:{first}"),
+    )
+    .await;
+    let session = client.session_id();
+    let mut listed: Vec<u16> = ensemble.servers().iter().map(|s| s.port()).collect();
+    listed.sort_unstable();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut known: Vec<u16> = client.hosts().iter().map(|h| h.port).collect();
+        known.sort_unstable();
+        if known == listed {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the client never learned the ensemble over TLS: {known:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killing = ensemble.clone();
+    blocking(move || killing.kill(0)).await;
+    wait_for_state(&client, SessionState::Disconnected, Duration::from_secs(10)).await;
+    wait_for_state(&client, SessionState::Connected, Duration::from_secs(20)).await;
+    assert_eq!(client.session_id(), session, "the same session, moved");
+    let server = client.server().expect("connected").port;
+    assert!(
+        server != first && listed.contains(&server),
+        "on a server it learned: {server}"
+    );
+    client
+        .create("/moved-over-tls", "", &CreateOptions::persistent())
+        .await
+        .expect("a write on the new server");
+}
+
+#[tokio::test]
 async fn a_read_only_client_finds_a_read_write_server_over_tls() {
     // A TLS ensemble that loses its quorum: its survivor serves read-only clients; the other
     // host of the client's list is a standalone TLS server, reachable on its secure port

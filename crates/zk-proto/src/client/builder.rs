@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::{Client, Shared};
 use crate::connect_string::{ConnectString, Security};
 use crate::driver::{Dialer, Driver, Published};
+use crate::ensemble_config::TlsPorts;
 use crate::error::{Error, Result, TlsConfigError};
 use crate::request_timing::{Recorder, SendStamps};
 use crate::sasl::SaslConfig;
@@ -34,8 +35,9 @@ pub struct ClientBuilder {
     sasl: Option<SaslConfig>,
     #[cfg(feature = "tls")]
     tls: Option<TlsOptions>,
-    /// `None`: on over plaintext, off over TLS.
+    /// `None`: on.
     follow_ensemble: Option<bool>,
+    ensemble_tls_ports: TlsPorts,
     resume: Option<(i64, crate::Secret)>,
     rng_seed: Option<u64>,
     renew_expired: bool,
@@ -62,6 +64,7 @@ impl Default for ClientBuilder {
             #[cfg(feature = "tls")]
             tls: None,
             follow_ensemble: None,
+            ensemble_tls_ports: TlsPorts::Infer,
             resume: None,
             rng_seed: None,
             renew_expired: session.renew_expired,
@@ -164,16 +167,26 @@ impl ClientBuilder {
         self
     }
 
-    /// Follows the ensemble's configuration (on by default over plaintext; off over TLS,
-    /// whose port the configuration does not list): the client watches
+    /// Follows the ensemble's configuration (on by default): the client watches
     /// `/zookeeper/config` and applies every new list of servers with
     /// [`Client::update_hosts`], keeping the chroot. Nothing happens on servers without
     /// dynamic reconfiguration (before 3.5, or with no member lines in the configuration).
-    /// Turn it off when the servers' configured client addresses are not the ones this
-    /// client must dial (a proxy, a NAT, a TLS port other than the client port).
+    /// Over TLS, the configuration lists only plaintext client ports: the TLS ports come
+    /// from [`ensemble_tls_ports`](Self::ensemble_tls_ports), and the new servers are
+    /// verified with the same TLS settings as the first. Turn it off when the servers'
+    /// configured client addresses are not the ones this client must dial (a proxy, a NAT).
     #[must_use]
     pub fn follow_ensemble(mut self, follow: bool) -> Self {
         self.follow_ensemble = Some(follow);
+        self
+    }
+
+    /// Over TLS, how the client finds the members' TLS ports when it follows the ensemble's
+    /// configuration (see [`TlsPorts`]; by default inferred from the connect string, and not
+    /// followed when that is ambiguous).
+    #[must_use]
+    pub fn ensemble_tls_ports(mut self, ports: TlsPorts) -> Self {
+        self.ensemble_tls_ports = ports;
         self
     }
 
@@ -345,7 +358,11 @@ impl ClientBuilder {
     async fn connect_over(self, connect_string: &str, dialer: Option<Dialer>) -> Result<Client> {
         let parsed: ConnectString = connect_string.parse()?;
         let transport = self.transport(&parsed)?;
-        let follow_ensemble = self.follow_ensemble.unwrap_or(!transport.is_tls());
+        let follow_ensemble = self.follow_ensemble.unwrap_or(true);
+        let follow_tls = transport.is_tls().then(|| super::follow::TlsFollow {
+            ports: self.ensemble_tls_ports,
+            connect: parsed.hosts().to_vec(),
+        });
         let dialer = dialer.unwrap_or_else(|| transport.dialer());
         let (hosts, chroot) = parsed.into_parts();
         let session = Session::new(SessionConfig {
@@ -409,7 +426,7 @@ impl ClientBuilder {
         };
         first_rx.await.unwrap_or(Err(Error::Closed))?;
         if follow_ensemble {
-            super::follow::spawn(&client);
+            super::follow::spawn(&client, follow_tls);
         }
         Ok(client)
     }

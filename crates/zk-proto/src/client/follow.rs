@@ -10,20 +10,31 @@
 use std::sync::{Arc, Weak};
 
 use crate::connect_string::HostAddr;
-use crate::ensemble_config::client_hosts;
+use crate::ensemble_config::{TlsPorts, client_hosts, tls_hosts};
 use crate::error::Error;
 use crate::session::SessionState;
 
 use super::{Client, Shared};
 
-/// Starts following for `client`'s session.
-pub(super) fn spawn(client: &Client) {
-    let shared = Arc::downgrade(&client.shared);
-    let states = client.shared.states.clone();
-    tokio::spawn(follow(shared, states));
+/// Over TLS: how the members' TLS ports are found, and the connect string's hosts (to
+/// infer them from).
+pub(super) struct TlsFollow {
+    pub(super) ports: TlsPorts,
+    pub(super) connect: Vec<HostAddr>,
 }
 
-async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<SessionState>) {
+/// Starts following for `client`'s session (`tls`: the client dials over TLS).
+pub(super) fn spawn(client: &Client, tls: Option<TlsFollow>) {
+    let shared = Arc::downgrade(&client.shared);
+    let states = client.shared.states.clone();
+    tokio::spawn(follow(shared, states, tls));
+}
+
+async fn follow(
+    shared: Weak<Shared>,
+    mut states: tokio::sync::watch::Receiver<SessionState>,
+    tls: Option<TlsFollow>,
+) {
     let renews = shared.upgrade().is_some_and(|s| s.renews_expired);
     // The client is over: closed, refused, or expired without renewal.
     let over = |s: &SessionState| s.is_terminal() && !(renews && *s == SessionState::Expired);
@@ -70,7 +81,14 @@ async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<S
                 return;
             }
         };
-        match client_hosts(&data) {
+        let listed = client_hosts(&data).map_err(|error| error.to_string());
+        // Over TLS the configuration's plaintext ports become the TLS ports to dial; the
+        // servers are verified as the first one was (the same TLS settings, each by its name).
+        let hosts = match &tls {
+            Some(tls) => listed.and_then(|listed| tls_hosts(&listed, tls.ports, &tls.connect)),
+            None => listed,
+        };
+        match hosts {
             Ok(mut hosts) => {
                 hosts.sort_by(|a, b| (&a.host, a.port).cmp(&(&b.host, b.port)));
                 if followed.as_ref() != Some(&hosts) {
@@ -100,7 +118,11 @@ async fn follow(shared: Weak<Shared>, mut states: tokio::sync::watch::Receiver<S
                 }
             }
             Err(error) if followed.is_none() => {
-                tracing::debug!(%error, "nothing to follow in the ensemble's configuration");
+                if tls.is_some() {
+                    tracing::info!(%error, "not following the ensemble's configuration over TLS");
+                } else {
+                    tracing::debug!(%error, "nothing to follow in the ensemble's configuration");
+                }
                 return;
             }
             Err(error) => {
