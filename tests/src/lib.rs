@@ -140,7 +140,7 @@ pub use install::{DEBIAN_JAR_DIR, ENV_CLASSPATH, ENV_JAVA, ZkInstall};
 pub use ports::{free_port, free_ports};
 pub use sasl::{DigestJaas, SASL_PROVIDER};
 pub use server::{STANDALONE_MAIN, ZkServer, ZkServerBuilder};
-pub use tls::{ClientAuth, TestCerts};
+pub use tls::{ClientAuth, Pkcs12Tool, TestCerts};
 pub use workdir::{ENV_DIR, ENV_KEEP, base_dir, reap_orphans};
 
 #[cfg(test)]

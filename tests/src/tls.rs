@@ -14,10 +14,17 @@
 //! | `other-client.pem`, `other-client-key.pem` | a client certificate issued by the other CA: the server refuses it |
 //!
 //! Keys are ECDSA P-256; the certificates are valid from 1975 to 4096 (rcgen's default).
+//!
+//! Client identities in other forms, made on demand from these files by the real tools
+//! (`openssl` and Java's `keytool` must be on `PATH`, or `keytool` in `$JAVA_HOME/bin`):
+//! PKCS#12 bundles ([`TestCerts::client_pkcs12`], [`TestCerts::pkcs12_with`]) and encrypted
+//! PKCS#8 keys ([`TestCerts::client_key_encrypted`]). Passwords reach the tools through their
+//! environment, not their command line.
 
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -44,6 +51,65 @@ impl fmt::Display for ClientAuth {
             ClientAuth::Want => "want",
             ClientAuth::Need => "need",
         })
+    }
+}
+
+/// The tool that writes a PKCS#12 bundle ([`TestCerts::client_pkcs12`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pkcs12Tool {
+    /// `openssl pkcs12 -export` with OpenSSL 3's defaults: PBES2 (PBKDF2 with HMAC-SHA256,
+    /// AES-256-CBC) for the key and the certificates, an HMAC-SHA256 MAC.
+    OpenSsl,
+    /// `openssl pkcs12 -export -legacy`: OpenSSL 1's defaults, 40-bit RC2 for the
+    /// certificates, triple DES for the key, an HMAC-SHA1 MAC (needs OpenSSL's legacy
+    /// provider).
+    OpenSslLegacy,
+    /// Java's `keytool -importkeystore` from OpenSSL's bundle into a new `PKCS12` key store:
+    /// the key and certificates re-encoded the Java way (Java 17: PBES2 with HMAC-SHA256 and
+    /// AES-256-CBC, 10,000 iterations, an HMAC-SHA256 MAC). Passwords of at least 6
+    /// characters (keytool's rule).
+    Keytool,
+}
+
+impl Pkcs12Tool {
+    fn file_tag(self) -> &'static str {
+        match self {
+            Pkcs12Tool::OpenSsl => "openssl",
+            Pkcs12Tool::OpenSslLegacy => "openssl-legacy",
+            Pkcs12Tool::Keytool => "keytool",
+        }
+    }
+}
+
+/// The environment variable that carries a password to the tools.
+const PASSWORD_VARIABLE: &str = "ZK_TESTKIT_PASSWORD";
+
+/// Runs a tool to its end; an error with its output when it fails.
+fn run_tool(mut command: Command, what: &str) -> Result<()> {
+    let output = command
+        .output()
+        .map_err(|e| Error::io(format!("running {what} ({:?})", command.get_program()), e))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(Error::io(
+        format!("{what} failed ({})", output.status),
+        std::io::Error::other(format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )),
+    ))
+}
+
+/// `keytool`: on `PATH`, else in `$JAVA_HOME/bin`.
+fn keytool() -> PathBuf {
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join("keytool").is_file())
+    });
+    match std::env::var_os("JAVA_HOME") {
+        Some(home) if !on_path => PathBuf::from(home).join("bin").join("keytool"),
+        _ => PathBuf::from("keytool"),
     }
 }
 
@@ -179,6 +245,117 @@ impl TestCerts {
     /// `other-client-key.pem`: the key of [`other_client_cert`](Self::other_client_cert).
     pub fn other_client_key(&self) -> PathBuf {
         self.dir.join("other-client-key.pem")
+    }
+
+    /// A PKCS#12 bundle of the client certificate ([`client_cert`](Self::client_cert)), its
+    /// key and the test CA's certificate (the chain), protected by `password` and written by
+    /// `tool`: `client-<tool>.p12`, rewritten on each call.
+    pub fn client_pkcs12(&self, password: &str, tool: Pkcs12Tool) -> Result<PathBuf> {
+        self.identity_pkcs12("client", password, tool)
+    }
+
+    /// [`client_pkcs12`](Self::client_pkcs12) of the client certificate issued by the
+    /// untrusted CA ([`other_client_cert`](Self::other_client_cert)), with that CA:
+    /// `other-client-<tool>.p12`.
+    pub fn other_client_pkcs12(&self, password: &str, tool: Pkcs12Tool) -> Result<PathBuf> {
+        self.identity_pkcs12("other-client", password, tool)
+    }
+
+    fn identity_pkcs12(&self, who: &str, password: &str, tool: Pkcs12Tool) -> Result<PathBuf> {
+        let (cert, key, ca) = match who {
+            "client" => (self.client_cert(), self.client_key(), self.ca()),
+            _ => (
+                self.other_client_cert(),
+                self.other_client_key(),
+                self.other_ca(),
+            ),
+        };
+        let file = format!("{who}-{}.p12", tool.file_tag());
+        let ca = ca.display().to_string();
+        match tool {
+            Pkcs12Tool::OpenSsl => self.pkcs12_with(&file, &cert, &key, password, &["-certfile", &ca]),
+            Pkcs12Tool::OpenSslLegacy => {
+                self.pkcs12_with(&file, &cert, &key, password, &["-certfile", &ca, "-legacy"])
+            }
+            Pkcs12Tool::Keytool => {
+                let source = self.pkcs12_with(
+                    &format!("{who}-for-keytool.p12"),
+                    &cert,
+                    &key,
+                    password,
+                    &["-certfile", &ca, "-name", who],
+                )?;
+                let target = self.dir.join(&file);
+                // keytool refuses to import into an existing store's alias: start anew.
+                let _ = fs::remove_file(&target);
+                let mut command = Command::new(keytool());
+                command
+                    .args(["-importkeystore", "-noprompt", "-srcstoretype", "PKCS12"])
+                    .arg("-srckeystore")
+                    .arg(&source)
+                    .args(["-srcstorepass:env", PASSWORD_VARIABLE])
+                    .args(["-deststoretype", "PKCS12"])
+                    .arg("-destkeystore")
+                    .arg(&target)
+                    .args(["-deststorepass:env", PASSWORD_VARIABLE])
+                    .env(PASSWORD_VARIABLE, password);
+                run_tool(command, "keytool -importkeystore")?;
+                Ok(target)
+            }
+        }
+    }
+
+    /// `openssl pkcs12 -export` of the certificate `cert` and the key `key` (PEM files) into
+    /// `file` in the directory, protected by `password`, with `extra` arguments (`-nokeys`,
+    /// `-keypbe ALG`, `-legacy`, ...): for bundles of every shape.
+    pub fn pkcs12_with(
+        &self,
+        file: &str,
+        cert: &Path,
+        key: &Path,
+        password: &str,
+        extra: &[&str],
+    ) -> Result<PathBuf> {
+        let target = self.dir.join(file);
+        let mut command = Command::new("openssl");
+        command
+            .args(["pkcs12", "-export"])
+            .arg("-in")
+            .arg(cert)
+            .arg("-inkey")
+            .arg(key)
+            .args(["-passout", &format!("env:{PASSWORD_VARIABLE}")])
+            .arg("-out")
+            .arg(&target)
+            .args(extra)
+            .env(PASSWORD_VARIABLE, password);
+        run_tool(command, "openssl pkcs12 -export")?;
+        Ok(target)
+    }
+
+    /// The client key ([`client_key`](Self::client_key)) as an encrypted PKCS#8 PEM key
+    /// (`-----BEGIN ENCRYPTED PRIVATE KEY-----`), encrypted under `password` by
+    /// `openssl pkcs8 -topk8` with `scheme` (`-v2 aes-256-cbc`, `-v2 des3`, `-scrypt`,
+    /// `-v1 PBE-SHA1-3DES`, ...): `client-key-<file_tag>.pem`.
+    pub fn client_key_encrypted(
+        &self,
+        password: &str,
+        scheme: &[&str],
+        file_tag: &str,
+    ) -> Result<PathBuf> {
+        let target = self.dir.join(format!("client-key-{file_tag}.pem"));
+        let mut command = Command::new("openssl");
+        command
+            .args(["pkcs8", "-topk8"])
+            .args(scheme)
+            .arg("-in")
+            .arg(self.client_key())
+            .args(["-passout", &format!("env:{PASSWORD_VARIABLE}")])
+            .arg("-out")
+            .arg(&target)
+            .env(PASSWORD_VARIABLE, password);
+        run_tool(command, "openssl pkcs8 -topk8")?;
+        Ok(target)
     }
 
     /// The zoo.cfg lines of a server with TLS on `secure_port` (bound to 127.0.0.1), on the

@@ -490,6 +490,63 @@ pub enum TlsConfigError {
     /// key that does not match the certificate).
     #[error("{0}")]
     Rejected(String),
+    /// The client key is encrypted (an `ENCRYPTED PRIVATE KEY` PEM block) and no password was
+    /// given for it (`TlsOptions::client_key_password`, `key_password_file=` in a connect
+    /// string).
+    #[error(
+        "{what} is encrypted and no password was given for it (TlsOptions::client_key_password, key_password_file= in a zk+tls:// connect string, rzk's --tls-key-password or RZK_TLS_KEY_PASSWORD)"
+    )]
+    PasswordRequired {
+        /// The file that needs it.
+        what: &'static str,
+    },
+    /// The password given does not open the file: a PKCS#12 bundle's integrity check (MAC)
+    /// failed with it, or decrypting with it gave no valid key (or the file is damaged).
+    #[error("{what}: wrong password (or a damaged file)")]
+    WrongPassword {
+        /// The file, or the part of it, that the password did not open.
+        what: &'static str,
+    },
+    /// The file is encrypted or protected with an algorithm (or parameters: an iteration
+    /// count, scrypt's memory) that this client does not accept.
+    #[error("{what}: unsupported algorithm {algorithm}")]
+    UnsupportedAlgorithm {
+        /// The file, or the part of it, protected so.
+        what: &'static str,
+        /// The algorithm's name and object identifier, or the parameters refused.
+        algorithm: String,
+    },
+    /// A PKCS#12 bundle given as the client identity holds no private key (a trust store,
+    /// say).
+    #[error("{what} holds no private key")]
+    NoPrivateKey {
+        /// The bundle.
+        what: &'static str,
+    },
+    /// A PKCS#12 bundle given as the client identity holds more than one private key: which
+    /// to present cannot be told.
+    #[error("{what} holds {count} private keys; one is needed")]
+    SeveralPrivateKeys {
+        /// The bundle.
+        what: &'static str,
+        /// How many.
+        count: usize,
+    },
+    /// A PKCS#12 bundle given as the client identity holds no certificate for its private
+    /// key.
+    #[error("{what} holds no certificate for its private key")]
+    NoCertificate {
+        /// The bundle.
+        what: &'static str,
+    },
+    /// A PKCS#12 bundle or an encrypted key is not well formed (or not DER).
+    #[error("{what}: malformed: {message}")]
+    Malformed {
+        /// The file.
+        what: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// The connect string and the builder both give TLS settings, or they disagree on
     /// whether to use TLS.
     #[error("{0}")]

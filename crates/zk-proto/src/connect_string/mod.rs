@@ -687,21 +687,46 @@ mod tests {
     }
 
     fn security() -> impl Strategy<Value = Security> {
-        let file = proptest::option::of("(/[a-z]{1,4}){1,2}".prop_map(std::path::PathBuf::from));
-        let identity = proptest::option::of((file.clone(), file.clone()));
+        let path = "(/[a-z]{1,4}){1,2}".prop_map(std::path::PathBuf::from);
+        let file = proptest::option::of(path.clone());
+        // No client identity; a PEM certificate and key (perhaps with the key's password);
+        // a PKCS#12 bundle (perhaps with its password and its key's).
+        let identity = prop_oneof![
+            Just((None, None, None, None, None)),
+            (path.clone(), path.clone(), file.clone()).prop_map(|(cert, key, key_pw)| (
+                Some(cert),
+                Some(key),
+                None,
+                None,
+                key_pw
+            )),
+            (path, file.clone(), file.clone()).prop_map(|(store, store_pw, key_pw)| (
+                None,
+                None,
+                Some(store),
+                store_pw,
+                key_pw
+            )),
+        ];
         prop_oneof![
             Just(Security::Unspecified),
             Just(Security::Plain),
             (file, identity, proptest::option::of("[a-z][a-z0-9.]{0,10}")).prop_map(
                 |(ca_file, identity, server_name)| {
-                    let (cert_file, key_file) = match identity {
-                        Some((Some(cert), Some(key))) => (Some(cert), Some(key)),
-                        _ => (None, None),
-                    };
+                    let (
+                        cert_file,
+                        key_file,
+                        keystore_file,
+                        keystore_password_file,
+                        key_password_file,
+                    ) = identity;
                     Security::Tls(TlsParams {
                         ca_file,
                         cert_file,
                         key_file,
+                        keystore_file,
+                        keystore_password_file,
+                        key_password_file,
                         server_name,
                     })
                 }

@@ -11,8 +11,17 @@
 //! - `ca`: a PEM file of CA certificates to trust (without it, the platform's roots);
 //! - `cert` and `key` (together): the client certificate chain and its private key, PEM
 //!   files, for mutual TLS;
+//! - `keystore`: instead of `cert` and `key`, a PKCS#12 bundle (`.p12`, a Java PKCS12 key
+//!   store) holding the client's key and certificate chain;
+//! - `keystore_password_file`: a file holding the bundle's password (without it, the empty
+//!   password);
+//! - `key_password_file`: a file holding the password of an encrypted `key` (PKCS#8), or of
+//!   the bundle's key when it is not the bundle's;
 //! - `server_name`: the name every server's certificate must be valid for (by default the
 //!   host of each entry).
+//!
+//! Passwords are never written in the connect string itself, which is shown in errors and
+//! logs: each is read from its file when connecting, one line end after it ignored.
 //!
 //! In the URL form the chroot ends at the first `?`: a chroot containing `?` needs the plain
 //! form (and [`ClientBuilder::tls`](crate::ClientBuilder) for TLS).
@@ -51,6 +60,14 @@ pub struct TlsParams {
     pub cert_file: Option<PathBuf>,
     /// `key`: the PEM file of the client's private key (with `cert_file`).
     pub key_file: Option<PathBuf>,
+    /// `keystore`: the PKCS#12 bundle of the client's key and certificate chain (instead of
+    /// `cert_file` and `key_file`).
+    pub keystore_file: Option<PathBuf>,
+    /// `keystore_password_file`: the file holding the password of `keystore_file`.
+    pub keystore_password_file: Option<PathBuf>,
+    /// `key_password_file`: the file holding the password of the client's private key (an
+    /// encrypted `key_file`, or a bundle's key protected by a password of its own).
+    pub key_password_file: Option<PathBuf>,
     /// `server_name`: the name to verify instead of each entry's host.
     pub server_name: Option<String>,
 }
@@ -112,6 +129,9 @@ fn parse_options(options: &str) -> Result<TlsParams, ConnectStringError> {
             "ca" => &mut params.ca_file,
             "cert" => &mut params.cert_file,
             "key" => &mut params.key_file,
+            "keystore" => &mut params.keystore_file,
+            "keystore_password_file" => &mut params.keystore_password_file,
+            "key_password_file" => &mut params.key_password_file,
             "server_name" => {
                 if params.server_name.replace(value.to_owned()).is_some() {
                     return Err(invalid("given twice"));
@@ -120,7 +140,8 @@ fn parse_options(options: &str) -> Result<TlsParams, ConnectStringError> {
             }
             _ => {
                 return Err(invalid(
-                    "unknown option (known: ca, cert, key, server_name)",
+                    "unknown option (known: ca, cert, key, keystore, keystore_password_file, \
+                     key_password_file, server_name)",
                 ));
             }
         };
@@ -128,11 +149,24 @@ fn parse_options(options: &str) -> Result<TlsParams, ConnectStringError> {
             return Err(invalid("given twice"));
         }
     }
+    let invalid = |reason| ConnectStringError::InvalidOption {
+        option: options.to_owned(),
+        reason,
+    };
     if params.cert_file.is_some() != params.key_file.is_some() {
-        return Err(ConnectStringError::InvalidOption {
-            option: options.to_owned(),
-            reason: "cert and key go together",
-        });
+        return Err(invalid("cert and key go together"));
+    }
+    if params.keystore_file.is_some() && params.cert_file.is_some() {
+        return Err(invalid("keystore or cert and key, not both"));
+    }
+    if params.keystore_password_file.is_some() && params.keystore_file.is_none() {
+        return Err(invalid("keystore_password_file needs keystore"));
+    }
+    if params.key_password_file.is_some()
+        && params.key_file.is_none()
+        && params.keystore_file.is_none()
+    {
+        return Err(invalid("key_password_file needs key or keystore"));
     }
     Ok(params)
 }
@@ -165,6 +199,15 @@ pub(super) fn fmt_options(security: &Security, f: &mut fmt::Formatter<'_>) -> fm
     }
     if let Some(key) = &params.key_file {
         option(f, "key", &key.display())?;
+    }
+    if let Some(keystore) = &params.keystore_file {
+        option(f, "keystore", &keystore.display())?;
+    }
+    if let Some(file) = &params.keystore_password_file {
+        option(f, "keystore_password_file", &file.display())?;
+    }
+    if let Some(file) = &params.key_password_file {
+        option(f, "key_password_file", &file.display())?;
     }
     if let Some(name) = &params.server_name {
         option(f, "server_name", name)?;
@@ -215,6 +258,14 @@ mod tests {
             parse("zk+tls://a/app/x?ca=/c").chroot().as_str(),
             Some("/app/x")
         );
+        let params = tls(
+            "zk+tls://a/x?keystore=/k/client.p12&keystore_password_file=/k/pw&key_password_file=/k/kpw",
+        );
+        assert_eq!(params.keystore_file, Some(PathBuf::from("/k/client.p12")));
+        assert_eq!(params.keystore_password_file, Some(PathBuf::from("/k/pw")));
+        assert_eq!(params.key_password_file, Some(PathBuf::from("/k/kpw")));
+        let params = tls("zk+tls://a?cert=c.pem&key=k.pem&key_password_file=/k/kpw");
+        assert_eq!(params.key_password_file, Some(PathBuf::from("/k/kpw")));
         // Options right after the hosts, no chroot.
         let cs = parse("zk+tls://a:1?ca=/c.pem");
         assert!(cs.chroot().is_none());
@@ -242,6 +293,23 @@ mod tests {
             ("zk+tls://a?cert=c", "cert and key go together"),
             ("zk+tls://a?key=k", "cert and key go together"),
             ("zk://a?ca=x", "TLS options need the zk+tls:// scheme"),
+            (
+                "zk+tls://a?keystore=s&cert=c&key=k",
+                "keystore or cert and key, not both",
+            ),
+            (
+                "zk+tls://a?keystore_password_file=p",
+                "keystore_password_file needs keystore",
+            ),
+            (
+                "zk+tls://a?cert=c&key_password_file=p",
+                "cert and key go together",
+            ),
+            (
+                "zk+tls://a?key_password_file=p",
+                "key_password_file needs key or keystore",
+            ),
+            ("zk+tls://a?keystore=s&keystore=t", "given twice"),
         ] {
             match err(s) {
                 ConnectStringError::InvalidOption { reason: r, .. } => assert_eq!(r, reason, "{s}"),
@@ -264,6 +332,7 @@ mod tests {
     fn display_keeps_the_scheme_and_options() {
         for s in [
             "zk+tls://a:1,b:2/x?ca=/c.pem&cert=/d.pem&key=/e.key&server_name=n",
+            "zk+tls://a:1/x?ca=/c.pem&keystore=/s.p12&keystore_password_file=/p&key_password_file=/q",
             "zk+tls://a:1",
             "zk://a:1/x",
             "a:1/x",
