@@ -1,0 +1,336 @@
+//! The partition suite: every scenario of [`scenario::Scenario`] against every workload of
+//! [`workload`], on a real ensemble in network namespaces (`zk_testkit::partition`), with the
+//! histories judged by `zk_history`'s checkers. Prints one JSON line per run and workload, and a
+//! summary table at the end; exits with 1 when a promise was broken that the docs do not
+//! explain (docs/partitions.md), 0 otherwise (also when the machine cannot run the bed: one
+//! line says so).
+//!
+//! ```text
+//! partitions [--quick] [--runs N] [--scenario NAME]... [--workload NAME]... [--json FILE]
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use tokio::sync::watch;
+use zk_testkit::partition::PartitionBed;
+
+use zk_partitions::scenario::Scenario;
+use zk_partitions::workload::{self, Finished, Workload};
+use zk_partitions::world::{self, Side, TICK, World};
+
+/// How long a run waits for side A to hold (a lock, a leadership) before the fault comes
+/// anyway.
+const WAIT_FOR_HOLDERS: Duration = Duration::from_secs(20);
+
+/// The workloads by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum WorkloadKind {
+    /// When side A's client learns against when the ensemble expires its session.
+    Session,
+    /// The lock with fencing tokens and a fenced store.
+    Lock,
+    /// The leader latch with fencing tokens and a fenced store.
+    Latch,
+    /// A compare-and-set register, checked for linearizability.
+    Register,
+}
+
+impl WorkloadKind {
+    const ALL: [WorkloadKind; 4] = [
+        WorkloadKind::Session,
+        WorkloadKind::Lock,
+        WorkloadKind::Latch,
+        WorkloadKind::Register,
+    ];
+
+    fn make(self) -> Box<dyn Workload> {
+        match self {
+            WorkloadKind::Session => Box::<workload::session::SessionWorkload>::default(),
+            WorkloadKind::Lock => Box::<workload::lock::LockWorkload>::default(),
+            WorkloadKind::Latch => Box::<workload::latch::LatchWorkload>::default(),
+            WorkloadKind::Register => Box::<workload::register::RegisterWorkload>::default(),
+        }
+    }
+}
+
+/// The partition suite (docs/partitions.md).
+#[derive(Debug, Parser)]
+#[command(name = "partitions")]
+struct Args {
+    /// One run per scenario (a few minutes), as CI runs it.
+    #[arg(long)]
+    quick: bool,
+    /// Runs per scenario (3-server scenarios put the leader on each server in turn); default 3,
+    /// 1 with --quick.
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Only these scenarios (default: all).
+    #[arg(long = "scenario", value_enum)]
+    scenarios: Vec<Scenario>,
+    /// Only these workloads (default: all).
+    #[arg(long = "workload", value_enum)]
+    workloads: Vec<WorkloadKind>,
+    /// Append the JSON lines to this file (default: standard output, before the table).
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+/// One workload's result in one run.
+struct RunResult {
+    scenario: Scenario,
+    workload: &'static str,
+    finished: Finished,
+    explained: Option<&'static str>,
+    /// The run's fault log.
+    faults: Vec<(Duration, String)>,
+}
+
+fn main() {
+    let args = Args::parse();
+    let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
+    let scenarios = if args.scenarios.is_empty() {
+        Scenario::ALL.to_vec()
+    } else {
+        args.scenarios.clone()
+    };
+    let workloads = if args.workloads.is_empty() {
+        WorkloadKind::ALL.to_vec()
+    } else {
+        args.workloads.clone()
+    };
+    let mut json: Box<dyn Write> = match &args.json {
+        Some(path) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(file) => Box::new(file),
+            Err(e) => {
+                eprintln!("partitions: {}: {e}", path.display());
+                std::process::exit(2);
+            }
+        },
+        None => Box::new(std::io::stdout()),
+    };
+    let started = Instant::now();
+    let mut results: Vec<RunResult> = Vec::new();
+    let mut errors = 0usize;
+    for &scenario in &scenarios {
+        for run in 0..runs {
+            eprintln!("partitions: {} run {}/{runs}", scenario.name(), run + 1);
+            match run_once(scenario, run, &workloads) {
+                Ok(None) => return,
+                Ok(Some(run_results)) => {
+                    for result in run_results {
+                        let line = json_line(&result, run);
+                        let _ = writeln!(json, "{line}");
+                        results.push(result);
+                    }
+                }
+                Err(error) => {
+                    eprintln!("partitions: {} run {}: {error}", scenario.name(), run + 1);
+                    errors += 1;
+                }
+            }
+        }
+    }
+    let _ = json.flush();
+    let broken = print_table(&results, runs);
+    eprintln!(
+        "partitions: {} scenarios x {runs} runs in {:.0} s; {broken} broken promises, {errors} runs \
+         that could not be carried out",
+        scenarios.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if broken > 0 || errors > 0 {
+        std::process::exit(1);
+    }
+}
+
+/// One run of `scenario` with every workload; `None` when the machine cannot run the bed.
+fn run_once(
+    scenario: Scenario,
+    run: usize,
+    workloads: &[WorkloadKind],
+) -> Result<Option<Vec<RunResult>>, String> {
+    let bed = match PartitionBed::builder(scenario.servers())
+        .tick_time(TICK)
+        .start()
+    {
+        Ok(Some(bed)) => bed,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(format!("starting the bed: {e}")),
+    };
+    let leader = if scenario.rotates_leader() {
+        let target = run % 3;
+        bed.make_leader(target)
+            .map_err(|e| format!("moving the leadership to {target}: {e}"))?;
+        target
+    } else {
+        bed.wait_for_quorum()
+            .map_err(|e| format!("waiting for a quorum: {e}"))?
+    };
+    let (a_servers, b_servers) = scenario.placement(leader);
+    let side = |label: &'static str, servers: Vec<usize>| -> Result<Side, String> {
+        let namespace = bed
+            .client_namespace(label)
+            .map_err(|e| format!("client namespace {label}: {e}"))?;
+        let runtime = namespace
+            .runtime()
+            .map_err(|e| format!("runtime of {label}: {e}"))?;
+        Ok(Side {
+            label,
+            namespace,
+            runtime,
+            servers,
+        })
+    };
+    let sides = [side("a", a_servers)?, side("b", b_servers)?];
+    let world = World {
+        sides,
+        bed,
+        start: Instant::now(),
+        faults: Default::default(),
+    };
+    world.note(format!(
+        "{}: leader {leader}, side A on {:?}, side B on {:?}",
+        scenario.name(),
+        world.a().servers,
+        world.b().servers
+    ));
+    let (stop_tx, stop) = watch::channel(false);
+    let mut running = Vec::new();
+    for kind in workloads {
+        let mut workload = kind.make();
+        workload.start(&world, stop.clone())?;
+        running.push(workload);
+    }
+    // The workloads settle, the fault comes and goes, the ensemble heals and the workloads go
+    // on for two sessions more: long enough for every session to come back or be renewed.
+    std::thread::sleep(Duration::from_secs(2));
+    let waiting = Instant::now();
+    while !running.iter().all(|w| w.ready_for_fault()) && waiting.elapsed() < WAIT_FOR_HOLDERS {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let fault_at = scenario.inject(&world, leader)?;
+    world
+        .bed
+        .wait_for_quorum()
+        .map_err(|e| format!("the quorum after the heal: {e}"))?;
+    world.note("the ensemble serves again");
+    std::thread::sleep(world::SESSION * 2);
+    let _ = stop_tx.send(true);
+    let mut results = Vec::new();
+    for workload in running {
+        let name = workload.name();
+        let finished = workload
+            .finish(&world, fault_at)
+            .map_err(|e| format!("{name}: {e}"))?;
+        results.push(RunResult {
+            scenario,
+            workload: name,
+            finished,
+            explained: scenario.explains(name),
+            faults: world.faults.events(),
+        });
+    }
+    Ok(Some(results))
+}
+
+fn json_line(result: &RunResult, run: usize) -> serde_json::Value {
+    let finished = &result.finished;
+    serde_json::json!({
+        "scenario": result.scenario.name(),
+        "workload": result.workload,
+        "run": run + 1,
+        "operations": finished.operations,
+        "violations": finished.violations,
+        "unsafe_windows": finished.windows.iter().map(|w| serde_json::json!({
+            "ms": w.length.as_millis() as u64,
+            "what": w.what,
+        })).collect::<Vec<_>>(),
+        "explained": result.explained,
+        "learn_ms": finished.learn_times.iter().map(|d| d.as_millis() as u64).collect::<Vec<_>>(),
+        "details": finished.details,
+        "faults": result.faults.iter().map(|(at, what)| serde_json::json!({
+            "ms": at.as_millis() as u64,
+            "what": what,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Prints the summary table; returns the number of broken promises (violations, and unsafe
+/// windows no scenario explains).
+fn print_table(results: &[RunResult], runs: usize) -> usize {
+    #[derive(Default)]
+    struct Row {
+        operations: u64,
+        violations: usize,
+        windows: Vec<Duration>,
+        explained: bool,
+        learn: Vec<Duration>,
+    }
+    let mut rows: BTreeMap<(usize, &'static str), (Scenario, Row)> = BTreeMap::new();
+    for result in results {
+        let order = Scenario::ALL
+            .iter()
+            .position(|s| *s == result.scenario)
+            .unwrap_or(usize::MAX);
+        let (_, row) = rows
+            .entry((order, result.workload))
+            .or_insert_with(|| (result.scenario, Row::default()));
+        row.operations += result.finished.operations;
+        row.violations += result.finished.violations.len();
+        row.windows
+            .extend(result.finished.windows.iter().map(|w| w.length));
+        row.explained |= result.explained.is_some();
+        row.learn
+            .extend(result.finished.learn_times.iter().copied());
+    }
+    println!(
+        "{:<16} {:<10} {:>4} {:>10} {:>10} {:>22} {:>22}",
+        "scenario",
+        "workload",
+        "runs",
+        "operations",
+        "violations",
+        "unsafe windows (max)",
+        "time to learn p50/max"
+    );
+    let mut broken = 0;
+    for ((_, workload), (scenario, row)) in &rows {
+        let unexplained = if row.explained { 0 } else { row.windows.len() };
+        broken += row.violations + unexplained;
+        let max_window = row.windows.iter().max().copied().unwrap_or_default();
+        let windows = if row.windows.is_empty() {
+            "0".to_owned()
+        } else {
+            format!(
+                "{}{} ({} ms)",
+                row.windows.len(),
+                if row.explained { " explained" } else { "" },
+                max_window.as_millis()
+            )
+        };
+        let mut learn = row.learn.clone();
+        learn.sort_unstable();
+        let learn = match (learn.get(learn.len() / 2), learn.last()) {
+            (Some(p50), Some(max)) => format!("{} / {} ms", p50.as_millis(), max.as_millis()),
+            _ => "-".to_owned(),
+        };
+        println!(
+            "{:<16} {:<10} {:>4} {:>10} {:>10} {:>22} {:>22}",
+            scenario.name(),
+            workload,
+            runs,
+            row.operations,
+            row.violations,
+            windows,
+            learn
+        );
+    }
+    broken
+}

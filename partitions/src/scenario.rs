@@ -1,0 +1,201 @@
+//! The faults: what each scenario does to the ensemble and the clients, and where it puts the
+//! two sides of clients.
+//!
+//! Side A is the side the fault hits (its clients dial only the servers the scenario gives
+//! them); side B dials the rest of the ensemble and carries on. Every fault starts at a random
+//! moment (up to a second after the workload has settled) and lasts longer than a session, so
+//! that the ensemble expires side A's sessions while side A may not know yet.
+
+use std::time::Duration;
+
+use clap::ValueEnum;
+use zk_testkit::partition::{Node, random_pause};
+
+use crate::world::{SESSION, World};
+
+/// A fault scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// A follower cut off from the leader (and the other follower) but not from its clients:
+    /// side A is behind it.
+    FollowerCut,
+    /// The leader alone in the minority, with side A's clients on it and side B's on the
+    /// majority, which elects a new leader.
+    LeaderMinority,
+    /// Side A cut from every server.
+    ClientCut,
+    /// Five servers: {0,1} and {3,4} cut from each other, server 2 sees both (a nontransitive
+    /// partition). Side A on server 0, side B on server 4.
+    Bridge,
+    /// Side A's server paused (SIGSTOP) for longer than a session, then resumed.
+    ServerPause,
+    /// Side A's process paused for longer than a session (its runtime frozen, as a
+    /// stop-the-world pause: no timer, no read, no write), then resumed.
+    ClientPause,
+    /// Side A's follower cut off; meanwhile the other two servers are restarted one after the
+    /// other (the leader last); then healed.
+    RollingRestart,
+}
+
+impl Scenario {
+    /// Every scenario, in the order the suite runs them.
+    pub const ALL: [Scenario; 7] = [
+        Scenario::FollowerCut,
+        Scenario::LeaderMinority,
+        Scenario::ClientCut,
+        Scenario::Bridge,
+        Scenario::ServerPause,
+        Scenario::ClientPause,
+        Scenario::RollingRestart,
+    ];
+
+    /// The scenario's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::FollowerCut => "follower-cut",
+            Scenario::LeaderMinority => "leader-minority",
+            Scenario::ClientCut => "client-cut",
+            Scenario::Bridge => "bridge",
+            Scenario::ServerPause => "server-pause",
+            Scenario::ClientPause => "client-pause",
+            Scenario::RollingRestart => "rolling-restart",
+        }
+    }
+
+    /// How many servers the scenario needs.
+    pub fn servers(self) -> usize {
+        match self {
+            Scenario::Bridge => 5,
+            _ => 3,
+        }
+    }
+
+    /// Whether the runs place the leader on each server in turn (3-server scenarios whose
+    /// fault depends on where the leader is).
+    pub fn rotates_leader(self) -> bool {
+        self.servers() == 3
+    }
+
+    /// The servers side A and side B dial, given the current leader.
+    pub fn placement(self, leader: usize) -> (Vec<usize>, Vec<usize>) {
+        let follower = (leader + 1) % 3;
+        let other = (leader + 2) % 3;
+        match self {
+            Scenario::FollowerCut | Scenario::ServerPause | Scenario::RollingRestart => {
+                (vec![follower], vec![leader, other])
+            }
+            Scenario::LeaderMinority => (vec![leader], vec![follower, other]),
+            Scenario::ClientCut | Scenario::ClientPause => (vec![0, 1, 2], vec![0, 1, 2]),
+            Scenario::Bridge => (vec![0], vec![4]),
+        }
+    }
+
+    /// Why unsafe windows of `workload` are expected under this scenario, when they are (the
+    /// docs say the same); `None`: every window is a broken promise.
+    pub fn explains(self, workload: &str) -> Option<&'static str> {
+        match (self, workload) {
+            (Scenario::ClientPause, "session" | "lock" | "latch") => Some(
+                "a frozen process cannot learn anything while frozen: the ensemble expires its \
+                 session and grants the lock to another; only the fencing token protects the \
+                 resource (its late writes are refused)",
+            ),
+            _ => None,
+        }
+    }
+
+    /// How long the fault lasts: longer than a session, and for a cut server longer than
+    /// `syncLimit` (5 ticks), so that it gives up on its leader.
+    pub fn hold(self) -> Duration {
+        match self {
+            Scenario::ClientCut | Scenario::ServerPause | Scenario::ClientPause => SESSION * 2,
+            _ => SESSION * 2 + SESSION / 2,
+        }
+    }
+
+    /// Injects the fault (blocking: the main thread runs it while the workloads run on the
+    /// sides' runtimes), holds it, and undoes it. Every step is noted in the world's fault
+    /// log. Returns when the fault began, on the run's clock.
+    pub fn inject(self, world: &World, leader: usize) -> Result<Duration, String> {
+        let bed = &world.bed;
+        let hold = self.hold();
+        std::thread::sleep(random_pause());
+        fn e(what: &'static str) -> impl Fn(zk_testkit::Error) -> String {
+            move |error| format!("{what}: {error}")
+        }
+        // When the fault is fully in force (a cut's rules go into several namespaces, which
+        // takes a while): the run's clock reads it when its note is taken.
+        let began = match self {
+            Scenario::FollowerCut => {
+                let follower = world.a().servers[0];
+                bed.isolate_from_servers(follower)
+                    .map_err(e("isolating the follower"))?;
+                let began = world.note(format!("cut follower {follower} from the other servers"));
+                std::thread::sleep(hold);
+                began
+            }
+            Scenario::LeaderMinority => {
+                bed.isolate_from_servers(leader)
+                    .map_err(e("isolating the leader"))?;
+                let began = world.note(format!("cut leader {leader} from the other servers"));
+                std::thread::sleep(hold);
+                began
+            }
+            Scenario::ClientCut => {
+                for i in 0..bed.len() {
+                    bed.cut(Node::Client(&world.a().namespace), Node::Server(i))
+                        .map_err(e("cutting side A"))?;
+                }
+                let began = world.note("cut side A from every server");
+                std::thread::sleep(hold);
+                began
+            }
+            Scenario::Bridge => {
+                for left in [0, 1] {
+                    for right in [3, 4] {
+                        bed.cut(Node::Server(left), Node::Server(right))
+                            .map_err(e("cutting the bridge"))?;
+                    }
+                }
+                let began = world.note("cut {0,1} from {3,4}; server 2 sees both");
+                std::thread::sleep(hold);
+                began
+            }
+            Scenario::ServerPause => {
+                let server = world.a().servers[0];
+                bed.pause_server(server).map_err(e("pausing"))?;
+                let began = world.note(format!("paused server {server} (SIGSTOP)"));
+                std::thread::sleep(hold);
+                bed.resume_server(server).map_err(e("resuming"))?;
+                world.note(format!("resumed server {server}"));
+                began
+            }
+            Scenario::ClientPause => {
+                world.a().freeze(hold);
+                let began = world.note(format!("froze side A for {} ms", hold.as_millis()));
+                std::thread::sleep(hold);
+                world.note("side A runs again");
+                began
+            }
+            Scenario::RollingRestart => {
+                let follower = world.a().servers[0];
+                let other = (0..3)
+                    .find(|&i| i != follower && i != leader)
+                    .ok_or("no other follower")?;
+                bed.isolate_from_servers(follower)
+                    .map_err(e("isolating the follower"))?;
+                let began = world.note(format!("cut follower {follower} from the other servers"));
+                for server in [other, leader] {
+                    world.note(format!("restarting server {server}"));
+                    bed.restart_server(server)
+                        .map_err(e("restarting a server"))?;
+                    world.note(format!("server {server} serves again"));
+                }
+                std::thread::sleep(SESSION);
+                began
+            }
+        };
+        bed.heal().map_err(e("healing"))?;
+        world.note("healed");
+        Ok(began)
+    }
+}

@@ -1,0 +1,221 @@
+//! What the lock and the leader workloads share: two clients on each side take turns holding
+//! (a lock, a leadership); a holder writes to a fenced store (`zk_history::FencedStore`: it
+//! refuses a token lower than one it has seen) with its fencing token while the recipe says it
+//! holds, and records the interval in which it believed it held (from the grant to the recipe
+//! reporting the hold suspended or lost, or its own release).
+//!
+//! Judged by `zk_history`'s fenced-store checker: no write accepted out of token order and no
+//! token shared by two processes (two leaders in one term), never explained; and the unsafe
+//! windows where two processes both believed they held (0 expected, except where a scenario
+//! explains them: a frozen process).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use zk_history::{Clock, FaultEvent, FencedStore, HeldHandle, Recorder, check_fenced_history};
+use zk_proto::Client;
+
+use super::{Finished, Window};
+use crate::world::World;
+
+/// Clients per side.
+pub const WORKERS: u64 = 2;
+/// Writes per hold, by side, and the pause between them (the protected work): side A holds for
+/// about 6 s, longer than the fault takes to be noticed, so that a fault at a random moment after
+/// it took hold hits it while it holds and its recipe tells it.
+pub const WRITES: [usize; 2] = [60, 3];
+/// The pause between two writes of a hold.
+pub const WORK: Duration = Duration::from_millis(100);
+
+/// A believed-held interval as the worker saw it end.
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    process: u64,
+    from: Duration,
+    to: Duration,
+    /// Ended because the recipe said the hold was gone (not by the worker's release).
+    by_recipe: bool,
+}
+
+/// The state of a fenced workload, shared with its workers.
+pub struct Fenced {
+    recorder: Recorder<(), ()>,
+    store: FencedStore,
+    /// Whether a side A worker holds now.
+    a_holds: AtomicBool,
+    holds: Mutex<Vec<Hold>>,
+}
+
+/// One worker's view: its process id, its side, and how many writes a hold makes.
+#[derive(Clone)]
+pub struct Worker {
+    /// The process id in the history (`10 × side + k`).
+    pub process: u64,
+    /// How many writes a hold makes.
+    pub writes: usize,
+    side_a: bool,
+    shared: Arc<Fenced>,
+}
+
+/// One hold, while it lasts.
+pub struct Term {
+    worker: Worker,
+    token: i64,
+    from: Duration,
+    held: HeldHandle<(), ()>,
+}
+
+impl Worker {
+    /// A hold with `token` begins now.
+    pub fn begin(&self, token: i64) -> Term {
+        let held = self.shared.recorder.held(self.process, Some(token));
+        if self.side_a {
+            self.shared.a_holds.store(true, Ordering::SeqCst);
+        }
+        Term {
+            worker: self.clone(),
+            token,
+            from: self.shared.recorder.now(),
+            held,
+        }
+    }
+}
+
+impl Term {
+    /// Writes to the fenced store with the hold's token (a refusal is in the store's log; the
+    /// checker judges it).
+    pub fn write(&self) {
+        let _ = self
+            .worker
+            .shared
+            .store
+            .write(self.worker.process, self.token);
+    }
+
+    /// The hold ends now: `by_recipe` when the recipe said so.
+    pub fn end(self, by_recipe: bool) {
+        self.held.end();
+        let shared = &self.worker.shared;
+        if self.worker.side_a {
+            shared.a_holds.store(false, Ordering::SeqCst);
+        }
+        shared
+            .holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Hold {
+                process: self.worker.process,
+                from: self.from,
+                to: shared.recorder.now(),
+                by_recipe,
+            });
+    }
+}
+
+/// A running fenced workload: its state and its workers' tasks.
+pub struct FencedRun {
+    shared: Arc<Fenced>,
+    tasks: Vec<(usize, JoinHandle<Result<u64, String>>)>,
+}
+
+impl FencedRun {
+    /// Starts [`WORKERS`] workers on each side: `work` gets a connected client, the worker and
+    /// the stop signal, and returns the number of holds.
+    pub fn start<W, F>(world: &World, stop: &watch::Receiver<bool>, work: W) -> Result<Self, String>
+    where
+        W: Fn(Client, Worker, watch::Receiver<bool>) -> F,
+        F: Future<Output = Result<u64, String>> + Send + 'static,
+    {
+        let clock = Clock::starting_at(world.start);
+        let shared = Arc::new(Fenced {
+            recorder: Recorder::with_clock(clock),
+            store: FencedStore::new(clock),
+            a_holds: AtomicBool::new(false),
+            holds: Mutex::new(Vec::new()),
+        });
+        let mut tasks = Vec::new();
+        for (side_index, side) in world.sides.iter().enumerate() {
+            for k in 0..WORKERS {
+                let worker = Worker {
+                    process: side_index as u64 * 10 + k,
+                    writes: WRITES[side_index],
+                    side_a: side_index == 0,
+                    shared: shared.clone(),
+                };
+                let client = side.connect(&world.bed)?;
+                let task = side.runtime.spawn(work(client, worker, stop.clone()));
+                tasks.push((side_index, task));
+            }
+        }
+        Ok(FencedRun { shared, tasks })
+    }
+
+    /// Whether a side A worker holds now.
+    pub fn side_a_holds(&self) -> bool {
+        self.shared.a_holds.load(Ordering::SeqCst)
+    }
+
+    /// Waits for the workers and judges the history.
+    pub fn finish(self, world: &World, fault_at: Duration) -> Result<Finished, String> {
+        let mut holds = 0;
+        for (side, task) in self.tasks {
+            holds += world.sides[side]
+                .runtime
+                .block_on(task)
+                .map_err(|e| format!("a worker: {e}"))??;
+        }
+        let shared = &self.shared;
+        shared.recorder.record_fenced_writes(shared.store.log());
+        let mut history = shared.recorder.take();
+        history.faults = world
+            .faults
+            .events()
+            .into_iter()
+            .map(|(at, description)| FaultEvent { at, description })
+            .collect();
+        let report = check_fenced_history(&history).map_err(|e| format!("checking: {e}"))?;
+        let mut finished = Finished {
+            operations: history.fenced_writes.len() as u64,
+            ..Finished::default()
+        };
+        finished
+            .violations
+            .extend(report.violations.iter().map(ToString::to_string));
+        finished
+            .windows
+            .extend(report.unsafe_windows.iter().map(|window| Window {
+                length: window.length(),
+                what: window.to_string(),
+            }));
+        let seen = shared
+            .holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        // Side A's hold the fault hit, and when the recipe told it; side B's first grant after.
+        let hit = seen
+            .iter()
+            .find(|h| h.process < 10 && h.from <= fault_at && h.to >= fault_at);
+        let learned = hit.filter(|h| h.by_recipe).map(|h| h.to - fault_at);
+        finished.learn_times.extend(learned);
+        let granted = seen
+            .iter()
+            .filter(|h| h.process >= 10 && h.from >= fault_at)
+            .map(|h| h.from - fault_at)
+            .min();
+        let refused = history.fenced_writes.iter().filter(|w| !w.accepted).count();
+        finished.details = serde_json::json!({
+            "holder_hit": hit.map(|h| h.process),
+            "holder_learned_ms": learned.map(|d| d.as_millis() as u64),
+            "other_side_granted_ms": granted.map(|d| d.as_millis() as u64),
+            "holds": holds,
+            "writes": history.fenced_writes.len(),
+            "refused_writes": refused,
+        });
+        Ok(finished)
+    }
+}

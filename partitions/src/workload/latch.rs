@@ -1,0 +1,89 @@
+//! The leader latch with fencing tokens (see [`super::fenced`]): each worker stands in one
+//! election; once it leads, it reads its fencing token and writes with it while the latch says
+//! it leads; after a term of writes it leaves the election and stands again (so the leadership
+//! goes round).
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use zk_proto::Client;
+use zk_recipes::election::LeaderLatch;
+
+use super::fenced::{FencedRun, WORK, Worker};
+use super::{Finished, Workload};
+use crate::world::World;
+
+const PATH: &str = "/partitions-latch";
+
+/// The leader-latch workload.
+#[derive(Default)]
+pub struct LatchWorkload {
+    run: Option<FencedRun>,
+}
+
+impl Workload for LatchWorkload {
+    fn name(&self) -> &'static str {
+        "latch"
+    }
+
+    fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
+        self.run = Some(FencedRun::start(world, &stop, worker)?);
+        Ok(())
+    }
+
+    fn ready_for_fault(&self) -> bool {
+        self.run.as_ref().is_none_or(FencedRun::side_a_holds)
+    }
+
+    fn finish(self: Box<Self>, world: &World, fault_at: Duration) -> Result<Finished, String> {
+        self.run.ok_or("not started")?.finish(world, fault_at)
+    }
+}
+
+/// One client's loop: stand, lead for a term, leave; until `stop`. Returns the terms led.
+async fn worker(
+    client: Client,
+    me: Worker,
+    mut stop: watch::Receiver<bool>,
+) -> Result<u64, String> {
+    let mut terms = 0;
+    while !*stop.borrow() {
+        let latch = LeaderLatch::start(&client, PATH, me.process.to_string());
+        let led = tokio::select! {
+            led = latch.wait_leader(Some(Duration::from_secs(10))) => led.is_ok(),
+            _ = stop.wait_for(|stop| *stop) => false,
+        };
+        // The token is read once leading; a leader that cannot read it does not act.
+        let token = match led {
+            true => latch.fencing_token().await.ok().flatten(),
+            false => None,
+        };
+        if let Some(token) = token {
+            terms += 1;
+            let term = me.begin(token);
+            let mut leadership = latch.leadership();
+            let mut by_latch = false;
+            for _ in 0..me.writes {
+                if !latch.is_leader() {
+                    by_latch = true;
+                    break;
+                }
+                term.write();
+                tokio::select! {
+                    _ = leadership.wait_lost(None) => {
+                        by_latch = true;
+                        break;
+                    }
+                    _ = tokio::time::sleep(WORK) => {}
+                }
+            }
+            term.end(by_latch);
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), latch.close()).await;
+        if token.is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    drop(client);
+    Ok(terms)
+}
