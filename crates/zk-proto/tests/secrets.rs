@@ -1,8 +1,10 @@
 //! No `Debug` output contains a secret: the session password (through a client, its
 //! published state, a builder given `resume`), `addAuth` credentials, a SASL password, a TLS
-//! private key. Every public configuration and client type is formatted with its secrets set,
-//! against a real server, and the output searched for each secret in the forms a derived
-//! `Debug` would print it. (With the `tls` feature: the builder is given a TLS key too.)
+//! private key, the passwords of a TLS client identity. Every public configuration and
+//! client type is formatted with its secrets set, against a real server, and the output
+//! searched for each secret in the forms a derived `Debug` would print it. (With the `tls`
+//! feature: the builder is given a TLS key too, and the passwords of a PKCS#12 bundle and of
+//! an encrypted key.)
 
 #![cfg(feature = "tls")]
 
@@ -69,6 +71,29 @@ async fn no_debug_output_shows_a_secret() {
         &printed,
         b"TUlJRXZRSUJBREFOQmdrcWhraUc5dzBCQVFF",
     );
+
+    // The passwords of a PKCS#12 bundle and of an encrypted key.
+    let bundle_password = "pkcs12-bundle-passphrase";
+    let key_password = "encrypted-key-passphrase";
+    for tls in [
+        TlsOptions::new()
+            .client_identity_pkcs12(b"\x30\x82bundle", bundle_password)
+            .client_key_password(key_password),
+        TlsOptions::new()
+            .client_identity_pkcs12_file("/etc/zk/client.p12", bundle_password)
+            .client_key_password(key_password),
+        TlsOptions::new()
+            .client_cert_pem(
+                "-----BEGIN CERTIFICATE-----\n",
+                "-----BEGIN ENCRYPTED PRIVATE KEY-----\n",
+            )
+            .client_key_password(key_password),
+    ] {
+        let builder = ClientBuilder::default().tls(tls.clone());
+        let printed = format!("{tls:?} {tls:#?} {builder:?} {builder:#?}");
+        assert_hidden("TlsOptions", &printed, bundle_password.as_bytes());
+        assert_hidden("TlsOptions", &printed, key_password.as_bytes());
+    }
 
     let resumed = Secret::from(password.expose());
     assert_eq!(resumed, password);
