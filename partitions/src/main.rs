@@ -36,14 +36,17 @@ enum WorkloadKind {
     Latch,
     /// A compare-and-set register, checked for linearizability.
     Register,
+    /// The atomic counter, checked for linearizability.
+    Counter,
 }
 
 impl WorkloadKind {
-    const ALL: [WorkloadKind; 4] = [
+    const ALL: [WorkloadKind; 5] = [
         WorkloadKind::Session,
         WorkloadKind::Lock,
         WorkloadKind::Latch,
         WorkloadKind::Register,
+        WorkloadKind::Counter,
     ];
 
     fn make(self) -> Box<dyn Workload> {
@@ -52,6 +55,7 @@ impl WorkloadKind {
             WorkloadKind::Lock => Box::<workload::lock::LockWorkload>::default(),
             WorkloadKind::Latch => Box::<workload::latch::LatchWorkload>::default(),
             WorkloadKind::Register => Box::<workload::register::RegisterWorkload>::default(),
+            WorkloadKind::Counter => Box::<workload::counter::CounterWorkload>::default(),
         }
     }
 }

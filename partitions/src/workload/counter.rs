@@ -1,0 +1,157 @@
+//! The counter (`zk_recipes::counter::AtomicLong`, Curator's `DistributedAtomicLong`): two
+//! clients on each side increment it and read it; the history is checked for linearizability
+//! (`zk_history`'s `Counter` model, increments only).
+//!
+//! An increment is a compare-and-set loop through the leader's total order: the increments'
+//! history alone must be linearizable (a violation is a broken promise: a lost or doubled
+//! increment, two increments returning one value). An increment that ran out of optimistic
+//! tries (`succeeded == false`) had no effect; one that ended in an error may have been
+//! applied. Reads are served by the client's server (sequentially consistent, see
+//! [`super::register`]): the whole history is checked too and a failure there is reported as
+//! stale reads.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use zk_history::linearizability::{CheckOptions, Verdict, check_operations};
+use zk_history::models::{Counter, CounterOp};
+use zk_history::{Clock, Recorder};
+use zk_proto::Client;
+use zk_recipes::counter::{AtomicLong, RetryPolicy};
+
+use super::{Finished, Workload};
+use crate::world::World;
+
+const PATH: &str = "/partitions-counter";
+/// Clients per side.
+const WORKERS: u64 = 2;
+/// Bounds each operation: past it the outcome is unknown.
+const OP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The counter workload.
+#[derive(Default)]
+pub struct CounterWorkload {
+    recorder: Option<Recorder<CounterOp, i64>>,
+    tasks: Vec<(usize, JoinHandle<Result<(), String>>)>,
+}
+
+impl Workload for CounterWorkload {
+    fn name(&self) -> &'static str {
+        "counter"
+    }
+
+    fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
+        let recorder = Recorder::with_clock(Clock::starting_at(world.start));
+        let setup = world.b().connect(&world.bed)?;
+        world.b().runtime.block_on(async {
+            AtomicLong::new(&setup, PATH, RetryPolicy::never())
+                .initialize(0)
+                .await
+                .map_err(|e| format!("initializing {PATH}: {e}"))
+        })?;
+        drop(setup);
+        for (side_index, side) in world.sides.iter().enumerate() {
+            for k in 0..WORKERS {
+                let process = side_index as u64 * 10 + k;
+                let client = side.connect(&world.bed)?;
+                let task =
+                    side.runtime
+                        .spawn(worker(client, process, recorder.clone(), stop.clone()));
+                self.tasks.push((side_index, task));
+            }
+        }
+        self.recorder = Some(recorder);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, world: &World, _fault_at: Duration) -> Result<Finished, String> {
+        for (side, task) in self.tasks {
+            world.sides[side]
+                .runtime
+                .block_on(task)
+                .map_err(|e| format!("a counter worker: {e}"))??;
+        }
+        let history = self.recorder.ok_or("not started")?.take();
+        let model = Counter::new(0).increment_only();
+        let options = CheckOptions::default();
+        let adds: Vec<_> = history
+            .ops
+            .iter()
+            .filter(|op| matches!(op.op, CounterOp::Add(_)))
+            .cloned()
+            .collect();
+        let added = check_operations(&model, &adds, &options)
+            .map_err(|e| format!("checking the increments: {e}"))?;
+        let all = check_operations(&model, &history.ops, &options)
+            .map_err(|e| format!("checking the history: {e}"))?;
+        let mut finished = Finished {
+            operations: history.ops.len() as u64,
+            ..Finished::default()
+        };
+        match &added.verdict {
+            Verdict::Linearizable => {}
+            Verdict::NotLinearizable { violation } => {
+                finished.violations.push(format!("increments: {violation}"));
+            }
+            Verdict::Unknown { reason } => finished
+                .violations
+                .push(format!("increments: the checker gave up: {reason}")),
+        }
+        let unknown = history
+            .ops
+            .iter()
+            .filter(|op| !op.outcome.is_definite())
+            .count();
+        finished.details = serde_json::json!({
+            "increments": adds.len(),
+            "unknown_outcomes": unknown,
+            "increments_verdict": added.to_string(),
+            "all_verdict": all.to_string(),
+            "stale_reads": all.verdict.violation().map(ToString::to_string),
+        });
+        Ok(finished)
+    }
+}
+
+/// One client's loop: an increment or a read at a time until `stop`.
+async fn worker(
+    client: Client,
+    process: u64,
+    recorder: Recorder<CounterOp, i64>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let counter = AtomicLong::new(&client, PATH, RetryPolicy::never());
+    let mut rng = fastrand::Rng::with_seed(process + 100);
+    while !*stop.borrow() {
+        let op = if rng.bool() {
+            CounterOp::Add(1)
+        } else {
+            CounterOp::Get
+        };
+        let handle = recorder.invoke(process, op);
+        let call = async {
+            match op {
+                CounterOp::Add(delta) => counter.add(delta).await,
+                CounterOp::Get => counter.get().await,
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(OP_TIMEOUT, call) => outcome,
+            _ = stop.wait_for(|stop| *stop) => {
+                handle.unknown();
+                break;
+            }
+        };
+        match outcome {
+            Ok(Ok(value)) if value.succeeded => handle.ok(value.post_value),
+            // Out of optimistic tries: it had no effect.
+            Ok(Ok(_)) => handle.fail(),
+            // An error or a timeout: it may have been applied.
+            Ok(Err(_)) | Err(_) => handle.unknown(),
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(client);
+    Ok(())
+}
