@@ -14,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+scripts/install-curator.sh
 scripts/install-partition.sh
 # The dev profile: it shares the test build's artifacts, and the checkers are fast enough in it.
 cargo build --locked -p zk-partitions --bin partitions

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use zk_testkit::partition::PartitionBed;
 
 use zk_partitions::scenario::Scenario;
+use zk_partitions::workload::curator::{CuratorRecipe, CuratorWorkload};
 use zk_partitions::workload::{self, Finished, Workload};
 use zk_partitions::world::{self, Side, TICK, World};
 
@@ -38,15 +39,21 @@ enum WorkloadKind {
     Register,
     /// The atomic counter, checked for linearizability.
     Counter,
+    /// Curator's `InterProcessMutex` beside our lock (measured, not judged as ours).
+    CuratorLock,
+    /// Curator's `LeaderLatch` beside our latch (measured, not judged as ours).
+    CuratorLatch,
 }
 
 impl WorkloadKind {
-    const ALL: [WorkloadKind; 5] = [
+    const ALL: [WorkloadKind; 7] = [
         WorkloadKind::Session,
         WorkloadKind::Lock,
         WorkloadKind::Latch,
         WorkloadKind::Register,
         WorkloadKind::Counter,
+        WorkloadKind::CuratorLock,
+        WorkloadKind::CuratorLatch,
     ];
 
     fn make(self) -> Box<dyn Workload> {
@@ -56,6 +63,8 @@ impl WorkloadKind {
             WorkloadKind::Latch => Box::<workload::latch::LatchWorkload>::default(),
             WorkloadKind::Register => Box::<workload::register::RegisterWorkload>::default(),
             WorkloadKind::Counter => Box::<workload::counter::CounterWorkload>::default(),
+            WorkloadKind::CuratorLock => Box::new(CuratorWorkload::new(CuratorRecipe::Mutex)),
+            WorkloadKind::CuratorLatch => Box::new(CuratorWorkload::new(CuratorRecipe::Latch)),
         }
     }
 }

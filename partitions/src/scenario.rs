@@ -94,6 +94,10 @@ impl Scenario {
     /// docs say the same); `None`: every window is a broken promise.
     pub fn explains(self, workload: &str) -> Option<&'static str> {
         match (self, workload) {
+            (_, "curator-lock" | "curator-latch") => Some(
+                "Curator's recipes, run beside ours: measured, not our promise (Curator has no \
+                 quorum check, and a frozen process is frozen in any library)",
+            ),
             (Scenario::ClientPause, "session" | "lock" | "latch") => Some(
                 "a frozen process cannot learn anything while frozen: the ensemble expires its \
                  session and grants the lock to another; only the fencing token protects the \

@@ -122,6 +122,29 @@ pub struct FencedRun {
     tasks: Vec<(usize, JoinHandle<Result<u64, String>>)>,
 }
 
+impl Fenced {
+    /// A fresh state on the run's clock.
+    pub fn new(world: &World) -> Arc<Fenced> {
+        let clock = Clock::starting_at(world.start);
+        Arc::new(Fenced {
+            recorder: Recorder::with_clock(clock),
+            store: FencedStore::new(clock),
+            a_holds: AtomicBool::new(false),
+            holds: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Worker `k` of side `side_index` (its process id is `10 × side + k`).
+    pub fn worker(self: &Arc<Self>, side_index: usize, k: u64) -> Worker {
+        Worker {
+            process: side_index as u64 * 10 + k,
+            writes: WRITES[side_index],
+            side_a: side_index == 0,
+            shared: self.clone(),
+        }
+    }
+}
+
 impl FencedRun {
     /// Starts [`WORKERS`] workers on each side: `work` gets a connected client, the worker and
     /// the stop signal, and returns the number of holds.
@@ -130,28 +153,25 @@ impl FencedRun {
         W: Fn(Client, Worker, watch::Receiver<bool>) -> F,
         F: Future<Output = Result<u64, String>> + Send + 'static,
     {
-        let clock = Clock::starting_at(world.start);
-        let shared = Arc::new(Fenced {
-            recorder: Recorder::with_clock(clock),
-            store: FencedStore::new(clock),
-            a_holds: AtomicBool::new(false),
-            holds: Mutex::new(Vec::new()),
-        });
+        let shared = Fenced::new(world);
         let mut tasks = Vec::new();
         for (side_index, side) in world.sides.iter().enumerate() {
             for k in 0..WORKERS {
-                let worker = Worker {
-                    process: side_index as u64 * 10 + k,
-                    writes: WRITES[side_index],
-                    side_a: side_index == 0,
-                    shared: shared.clone(),
-                };
+                let worker = shared.worker(side_index, k);
                 let client = side.connect(&world.bed)?;
                 let task = side.runtime.spawn(work(client, worker, stop.clone()));
                 tasks.push((side_index, task));
             }
         }
         Ok(FencedRun { shared, tasks })
+    }
+
+    /// A run whose workers' `tasks` (with their sides) were started elsewhere on `shared`.
+    pub fn from_tasks(
+        shared: Arc<Fenced>,
+        tasks: Vec<(usize, JoinHandle<Result<u64, String>>)>,
+    ) -> Self {
+        FencedRun { shared, tasks }
     }
 
     /// Whether a side A worker holds now.

@@ -2,6 +2,7 @@
 //! judged.
 
 pub mod counter;
+pub mod curator;
 pub mod fenced;
 pub mod latch;
 pub mod lock;

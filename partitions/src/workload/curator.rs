@@ -1,0 +1,214 @@
+//! Apache Curator beside us: the same fenced workloads (see [`super::fenced`]) with Curator's
+//! `InterProcessMutex` and `LeaderLatch`, run by `partitions/curator/CuratorFencedWorker.java`,
+//! one JVM per side in the side's namespace, [`WORKERS`] slots (sessions) each. A slot writes
+//! while Curator's connection state says connected (the standard `ConnectionStateListener`
+//! pattern) and reports each write on its standard output; the Rust side applies the writes to
+//! the fenced store and records the believed-held intervals, so that the same checker judges
+//! both libraries under the same faults.
+//!
+//! Curator's promises are Curator's: its windows are measured and reported beside ours, not
+//! counted as our broken promises ([`crate::scenario::Scenario::explains`]). Without Curator
+//! installed (`scripts/install-curator.sh`) the workload records nothing and says so.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use zk_testkit::ZkInstall;
+
+use super::fenced::{Fenced, FencedRun, Term, WORKERS, Worker};
+use super::{Finished, Workload};
+use crate::world::{SESSION, World};
+
+/// Which Curator recipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CuratorRecipe {
+    /// `InterProcessMutex`.
+    Mutex,
+    /// `LeaderLatch`.
+    Latch,
+}
+
+/// A Curator workload.
+pub struct CuratorWorkload {
+    recipe: CuratorRecipe,
+    run: Option<FencedRun>,
+    /// Why it did not run (Curator or Java missing).
+    skipped: Option<String>,
+}
+
+impl CuratorWorkload {
+    /// The workload for `recipe`.
+    pub fn new(recipe: CuratorRecipe) -> Self {
+        CuratorWorkload {
+            recipe,
+            run: None,
+            skipped: None,
+        }
+    }
+}
+
+/// The classpath of Curator and the ZooKeeper client, from Debian's packages; `None` when
+/// Curator is not installed. `CURATOR_CLASSPATH` overrides it.
+fn curator_classpath() -> Option<String> {
+    if let Ok(classpath) = std::env::var("CURATOR_CLASSPATH") {
+        return Some(classpath);
+    }
+    zk_testkit::java::debian_classpath(
+        &["curator-recipes.jar"],
+        &[
+            "curator-framework.jar",
+            "curator-client.jar",
+            "zookeeper.jar",
+            "zookeeper-jute.jar",
+            "guava.jar",
+            "slf4j-api.jar",
+            "slf4j-nop.jar",
+        ],
+    )
+}
+
+fn program() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("curator/CuratorFencedWorker.java")
+}
+
+impl Workload for CuratorWorkload {
+    fn name(&self) -> &'static str {
+        match self.recipe {
+            CuratorRecipe::Mutex => "curator-lock",
+            CuratorRecipe::Latch => "curator-latch",
+        }
+    }
+
+    fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
+        let Some(classpath) = curator_classpath() else {
+            self.skipped =
+                Some("Apache Curator is not installed (scripts/install-curator.sh)".into());
+            return Ok(());
+        };
+        let java = ZkInstall::detect()
+            .map_err(|e| format!("java: {e}"))?
+            .java()
+            .to_path_buf();
+        let (kind, path) = match self.recipe {
+            CuratorRecipe::Mutex => ("mutex", "/partitions-curator-lock"),
+            CuratorRecipe::Latch => ("latch", "/partitions-curator-latch"),
+        };
+        let shared = Fenced::new(world);
+        let mut tasks = Vec::new();
+        for (side_index, side) in world.sides.iter().enumerate() {
+            let workers: Vec<Worker> = (0..WORKERS).map(|k| shared.worker(side_index, k)).collect();
+            let mut command = side.namespace.command(&java);
+            command
+                .arg("-cp")
+                .arg(&classpath)
+                .arg(program())
+                .arg(world.bed.connect_string(&side.servers))
+                .arg(kind)
+                .arg(path)
+                .arg(WORKERS.to_string())
+                .arg(workers[0].writes.to_string())
+                .arg(SESSION.as_millis().to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
+            let mut command = tokio::process::Command::from(command);
+            command.kill_on_drop(true);
+            let child = {
+                let _entered = side.runtime.enter();
+                command
+                    .spawn()
+                    .map_err(|e| format!("starting the Curator worker: {e}"))?
+            };
+            let task = side.runtime.spawn(relay(child, workers, stop.clone()));
+            tasks.push((side_index, task));
+        }
+        self.run = Some(FencedRun::from_tasks(shared, tasks));
+        Ok(())
+    }
+
+    fn ready_for_fault(&self) -> bool {
+        self.run.as_ref().is_none_or(FencedRun::side_a_holds)
+    }
+
+    fn finish(self: Box<Self>, world: &World, fault_at: Duration) -> Result<Finished, String> {
+        match self.run {
+            Some(run) => run.finish(world, fault_at),
+            None => Ok(Finished {
+                details: serde_json::json!({ "skipped": self.skipped }),
+                ..Finished::default()
+            }),
+        }
+    }
+}
+
+/// Turns a Curator worker's lines into fenced writes and held intervals until `stop`; returns
+/// the holds.
+async fn relay(
+    mut child: tokio::process::Child,
+    workers: Vec<Worker>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<u64, String> {
+    let stdout = child.stdout.take().ok_or("the worker's output")?;
+    let stdin = child.stdin.take();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut terms: Vec<Option<Term>> = workers.iter().map(|_| None).collect();
+    let mut holds = 0;
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            _ = stop.wait_for(|stop| *stop) => break,
+        };
+        let line = match line {
+            Ok(Some(line)) => line,
+            Ok(None) => return Err("the Curator worker ended early".into()),
+            Err(e) => return Err(format!("reading the Curator worker: {e}")),
+        };
+        let mut words = line.split_whitespace();
+        let (Some(slot), Some(what), Some(value)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        let Some(slot) = slot.parse::<usize>().ok().filter(|s| *s < workers.len()) else {
+            continue;
+        };
+        match what {
+            "H" => {
+                let token = value
+                    .parse::<i64>()
+                    .map_err(|_| format!("a bad token line: {line}"))?;
+                if let Some(open) = terms[slot].take() {
+                    open.end(false);
+                }
+                holds += 1;
+                terms[slot] = Some(workers[slot].begin(token));
+            }
+            "W" => {
+                if let Some(term) = &terms[slot] {
+                    term.write();
+                }
+            }
+            "E" => {
+                if let Some(term) = terms[slot].take() {
+                    term.end(value == "1");
+                }
+            }
+            "X" => return Err(format!("the Curator worker failed: {line}")),
+            _ => {}
+        }
+    }
+    for term in terms.into_iter().flatten() {
+        term.end(false);
+    }
+    // Closing its standard input ends the worker; kill it if it lingers.
+    drop(stdin);
+    if tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
+    }
+    Ok(holds)
+}
