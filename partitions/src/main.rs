@@ -39,6 +39,8 @@ enum WorkloadKind {
     Register,
     /// The atomic counter, checked for linearizability.
     Counter,
+    /// The tree cache and group membership.
+    Cache,
     /// Curator's `InterProcessMutex` beside our lock (measured, not judged as ours).
     CuratorLock,
     /// Curator's `LeaderLatch` beside our latch (measured, not judged as ours).
@@ -46,12 +48,13 @@ enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    const ALL: [WorkloadKind; 7] = [
+    const ALL: [WorkloadKind; 8] = [
         WorkloadKind::Session,
         WorkloadKind::Lock,
         WorkloadKind::Latch,
         WorkloadKind::Register,
         WorkloadKind::Counter,
+        WorkloadKind::Cache,
         WorkloadKind::CuratorLock,
         WorkloadKind::CuratorLatch,
     ];
@@ -63,6 +66,7 @@ impl WorkloadKind {
             WorkloadKind::Latch => Box::<workload::latch::LatchWorkload>::default(),
             WorkloadKind::Register => Box::<workload::register::RegisterWorkload>::default(),
             WorkloadKind::Counter => Box::<workload::counter::CounterWorkload>::default(),
+            WorkloadKind::Cache => Box::<workload::cache::CacheWorkload>::default(),
             WorkloadKind::CuratorLock => Box::new(CuratorWorkload::new(CuratorRecipe::Mutex)),
             WorkloadKind::CuratorLatch => Box::new(CuratorWorkload::new(CuratorRecipe::Latch)),
         }

@@ -1,6 +1,7 @@
 //! The workloads: what the clients do while the fault runs, what they record, and how it is
 //! judged.
 
+pub mod cache;
 pub mod counter;
 pub mod curator;
 pub mod fenced;
