@@ -173,8 +173,8 @@ fn run_once(
     run: usize,
     workloads: &[WorkloadKind],
 ) -> Result<Option<Vec<RunResult>>, String> {
-    let bed = match PartitionBed::builder(scenario.servers())
-        .tick_time(TICK)
+    let bed = match scenario
+        .configure(PartitionBed::builder(scenario.servers()).tick_time(TICK))
         .start()
     {
         Ok(Some(bed)) => bed,

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use clap::ValueEnum;
-use zk_testkit::partition::{Node, random_pause};
+use zk_testkit::partition::{Node, PartitionBedBuilder, random_pause};
 
 use crate::world::{SESSION, World};
 
@@ -35,11 +35,14 @@ pub enum Scenario {
     /// Side A's follower cut off; meanwhile the other two servers are restarted one after the
     /// other (the leader last); then healed.
     RollingRestart,
+    /// Side A's follower cut off, and removed from the ensemble by a `reconfig` while cut
+    /// (the majority commits it); healed, then added back by a second `reconfig`.
+    Reconfig,
 }
 
 impl Scenario {
     /// Every scenario, in the order the suite runs them.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::FollowerCut,
         Scenario::LeaderMinority,
         Scenario::ClientCut,
@@ -47,6 +50,7 @@ impl Scenario {
         Scenario::ServerPause,
         Scenario::ClientPause,
         Scenario::RollingRestart,
+        Scenario::Reconfig,
     ];
 
     /// The scenario's name in reports.
@@ -59,6 +63,18 @@ impl Scenario {
             Scenario::ServerPause => "server-pause",
             Scenario::ClientPause => "client-pause",
             Scenario::RollingRestart => "rolling-restart",
+            Scenario::Reconfig => "reconfig",
+        }
+    }
+
+    /// The bed's settings the scenario needs beyond the suite's: dynamic reconfiguration for
+    /// [`Scenario::Reconfig`] (with ACLs skipped, so any client may `reconfig`).
+    pub fn configure(self, bed: PartitionBedBuilder) -> PartitionBedBuilder {
+        match self {
+            Scenario::Reconfig => bed
+                .config("reconfigEnabled", "true")
+                .system_property("zookeeper.skipACL", "yes"),
+            _ => bed,
         }
     }
 
@@ -81,9 +97,10 @@ impl Scenario {
         let follower = (leader + 1) % 3;
         let other = (leader + 2) % 3;
         match self {
-            Scenario::FollowerCut | Scenario::ServerPause | Scenario::RollingRestart => {
-                (vec![follower], vec![leader, other])
-            }
+            Scenario::FollowerCut
+            | Scenario::ServerPause
+            | Scenario::RollingRestart
+            | Scenario::Reconfig => (vec![follower], vec![leader, other]),
             Scenario::LeaderMinority => (vec![leader], vec![follower, other]),
             Scenario::ClientCut | Scenario::ClientPause => (vec![0, 1, 2], vec![0, 1, 2]),
             Scenario::Bridge => (vec![0], vec![4]),
@@ -197,9 +214,61 @@ impl Scenario {
                 std::thread::sleep(SESSION);
                 began
             }
+            Scenario::Reconfig => {
+                let follower = world.a().servers[0];
+                bed.isolate_from_servers(follower)
+                    .map_err(e("isolating the follower"))?;
+                let began = world.note(format!("cut follower {follower} from the other servers"));
+                let admin = world.b().connect(bed)?;
+                let id = follower as u64 + 1;
+                let ip = bed.server_addr(follower).ip();
+                let line = format!("server.{id}={ip}:2888:3888:participant;{ip}:2181");
+                let runtime = &world.b().runtime;
+                reconfig(runtime, &admin, Vec::new(), vec![id])
+                    .map_err(|error| format!("removing server {id}: {error}"))?;
+                world.note(format!("reconfig: removed server {id} (index {follower})"));
+                std::thread::sleep(SESSION);
+                bed.heal().map_err(e("healing"))?;
+                world.note("healed");
+                reconfig(runtime, &admin, vec![line], Vec::new())
+                    .map_err(|error| format!("adding server {id} back: {error}"))?;
+                world.note(format!("reconfig: added server {id} back"));
+                began
+            }
         };
         bed.heal().map_err(e("healing"))?;
         world.note("healed");
         Ok(began)
     }
+}
+
+/// Runs an incremental `reconfig` through `admin`, retrying while the ensemble is busy with
+/// another change or has no quorum for the new configuration yet (bounded).
+fn reconfig(
+    runtime: &tokio::runtime::Runtime,
+    admin: &zk_proto::Client,
+    joining: Vec<String>,
+    leaving: Vec<u64>,
+) -> Result<(), String> {
+    runtime.block_on(async {
+        let deadline = std::time::Instant::now() + crate::world::LIMIT;
+        loop {
+            let call = admin.reconfig_incremental(joining.clone(), leaving.clone(), None);
+            match call.await {
+                Ok(_) => return Ok(()),
+                Err(error)
+                    if (error.is_retryable()
+                        || matches!(
+                            error,
+                            zk_proto::Error::ReconfigInProgress
+                                | zk_proto::Error::NewConfigNoQuorum
+                        ))
+                        && std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(error) => return Err(error.to_string()),
+            }
+        }
+    })
 }
