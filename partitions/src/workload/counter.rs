@@ -14,13 +14,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use zk_history::linearizability::{CheckOptions, Verdict, check_operations};
 use zk_history::models::{Counter, CounterOp};
 use zk_history::{Clock, Recorder};
 use zk_proto::Client;
 use zk_recipes::counter::{AtomicLong, RetryPolicy};
 
-use super::{Finished, Workload};
+use super::{Finished, Workload, linear};
 use crate::world::World;
 
 const PATH: &str = "/partitions-counter";
@@ -73,43 +72,16 @@ impl Workload for CounterWorkload {
                 .map_err(|e| format!("a counter worker: {e}"))??;
         }
         let history = self.recorder.ok_or("not started")?.take();
-        let model = Counter::new(0).increment_only();
-        let options = CheckOptions::default();
-        let adds: Vec<_> = history
-            .ops
-            .iter()
-            .filter(|op| matches!(op.op, CounterOp::Add(_)))
-            .cloned()
-            .collect();
-        let added = check_operations(&model, &adds, &options)
-            .map_err(|e| format!("checking the increments: {e}"))?;
-        let all = check_operations(&model, &history.ops, &options)
-            .map_err(|e| format!("checking the history: {e}"))?;
         let mut finished = Finished {
             operations: history.ops.len() as u64,
             ..Finished::default()
         };
-        match &added.verdict {
-            Verdict::Linearizable => {}
-            Verdict::NotLinearizable { violation } => {
-                finished.violations.push(format!("increments: {violation}"));
-            }
-            Verdict::Unknown { reason } => finished
-                .violations
-                .push(format!("increments: the checker gave up: {reason}")),
-        }
-        let unknown = history
-            .ops
-            .iter()
-            .filter(|op| !op.outcome.is_definite())
-            .count();
-        finished.details = serde_json::json!({
-            "increments": adds.len(),
-            "unknown_outcomes": unknown,
-            "increments_verdict": added.to_string(),
-            "all_verdict": all.to_string(),
-            "stale_reads": all.verdict.violation().map(ToString::to_string),
-        });
+        finished.details = linear::judge(
+            &Counter::new(0).increment_only(),
+            &history.ops,
+            |op| matches!(op, CounterOp::Add(_)),
+            &mut finished,
+        )?;
         Ok(finished)
     }
 }

@@ -6,6 +6,7 @@ pub mod counter;
 pub mod curator;
 pub mod fenced;
 pub mod latch;
+pub mod linear;
 pub mod lock;
 pub mod register;
 pub mod session;

@@ -16,12 +16,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use zk_history::linearizability::{CheckOptions, Verdict, check_operations};
 use zk_history::models::{Register, RegisterOp, RegisterRet};
 use zk_history::{Clock, OpHandle, Recorder};
 use zk_proto::{Client, CreateOptions, Error};
 
-use super::{Finished, Workload};
+use super::{Finished, Workload, linear};
 use crate::world::World;
 
 const NODE: &str = "/partitions-register";
@@ -81,48 +80,17 @@ impl Workload for RegisterWorkload {
                 .block_on(task)
                 .map_err(|e| format!("a register worker: {e}"))??;
         }
-        let recorder = self.recorder.ok_or("not started")?;
-        let history = recorder.take();
-        let model = Register::new(0_i64);
-        let options = CheckOptions::default();
-        let writes: Vec<_> = history
-            .ops
-            .iter()
-            .filter(|op| !matches!(op.op, RegisterOp::Read))
-            .cloned()
-            .collect();
+        let history = self.recorder.ok_or("not started")?.take();
         let mut finished = Finished {
             operations: history.ops.len() as u64,
             ..Finished::default()
         };
-        let written = check_operations(&model, &writes, &options)
-            .map_err(|e| format!("checking the writes: {e}"))?;
-        let all = check_operations(&model, &history.ops, &options)
-            .map_err(|e| format!("checking the history: {e}"))?;
-        match &written.verdict {
-            Verdict::Linearizable => {}
-            Verdict::NotLinearizable { violation } => {
-                finished.violations.push(format!("writes: {violation}"));
-            }
-            Verdict::Unknown { reason } => {
-                finished
-                    .violations
-                    .push(format!("writes: the checker gave up: {reason}"));
-            }
-        }
-        let stale = all.verdict.violation().map(ToString::to_string);
-        let unknown = history
-            .ops
-            .iter()
-            .filter(|op| !op.outcome.is_definite())
-            .count();
-        finished.details = serde_json::json!({
-            "writes": writes.len(),
-            "unknown_outcomes": unknown,
-            "writes_verdict": written.to_string(),
-            "all_verdict": all.to_string(),
-            "stale_reads": stale,
-        });
+        finished.details = linear::judge(
+            &Register::new(0_i64),
+            &history.ops,
+            |op| !matches!(op, RegisterOp::Read),
+            &mut finished,
+        )?;
         Ok(finished)
     }
 }
