@@ -104,9 +104,8 @@ fn run_tool(mut command: Command, what: &str) -> Result<()> {
 
 /// `keytool`: on `PATH`, else in `$JAVA_HOME/bin`.
 fn keytool() -> PathBuf {
-    let on_path = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join("keytool").is_file())
-    });
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("keytool").is_file()));
     match std::env::var_os("JAVA_HOME") {
         Some(home) if !on_path => PathBuf::from(home).join("bin").join("keytool"),
         _ => PathBuf::from("keytool"),
@@ -273,7 +272,9 @@ impl TestCerts {
         let file = format!("{who}-{}.p12", tool.file_tag());
         let ca = ca.display().to_string();
         match tool {
-            Pkcs12Tool::OpenSsl => self.pkcs12_with(&file, &cert, &key, password, &["-certfile", &ca]),
+            Pkcs12Tool::OpenSsl => {
+                self.pkcs12_with(&file, &cert, &key, password, &["-certfile", &ca])
+            }
             Pkcs12Tool::OpenSslLegacy => {
                 self.pkcs12_with(&file, &cert, &key, password, &["-certfile", &ca, "-legacy"])
             }

@@ -47,6 +47,11 @@ impl Cli {
     }
 }
 
+/// A password, held as a [`zk_proto::Secret`]: wiped when dropped, and never in a `Debug`.
+fn parse_secret(value: &str) -> Result<zk_proto::Secret, String> {
+    Ok(zk_proto::Secret::from(value))
+}
+
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Global {
@@ -108,19 +113,51 @@ pub(crate) struct Global {
         global = true,
         help_heading = "Global options",
         value_name = "FILE",
-        requires = "tls_key"
+        requires = "tls_key",
+        conflicts_with = "tls_keystore"
     )]
     pub(crate) tls_cert: Option<std::path::PathBuf>,
-    /// TLS: the client certificate's private key (PEM file; with --tls-cert)
+    /// TLS: the client certificate's private key (PEM file; with --tls-cert; an encrypted PKCS#8 key takes --tls-key-password)
     #[arg(
         long,
         global = true,
         help_heading = "Global options",
         value_name = "FILE",
-        requires = "tls_cert"
+        requires = "tls_cert",
+        conflicts_with = "tls_keystore"
     )]
     pub(crate) tls_key: Option<std::path::PathBuf>,
-    /// Connect over TLS (implied by the --tls-* options and by a zk+tls:// connect string)
+    /// TLS: the client certificate chain and its key as one PKCS#12 file (.p12, .pfx, a Java PKCS12 key store), instead of --tls-cert/--tls-key
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "FILE"
+    )]
+    pub(crate) tls_keystore: Option<std::path::PathBuf>,
+    /// TLS: the password of --tls-keystore (without it: the empty password); prefer RZK_TLS_KEYSTORE_PASSWORD, kept out of ps
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        env = "RZK_TLS_KEYSTORE_PASSWORD",
+        hide_env_values = true,
+        value_name = "PASSWORD",
+        value_parser = parse_secret
+    )]
+    pub(crate) tls_keystore_password: Option<zk_proto::Secret>,
+    /// TLS: the password of an encrypted --tls-key, or of the key in --tls-keystore when it has one of its own; prefer RZK_TLS_KEY_PASSWORD, kept out of ps
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        env = "RZK_TLS_KEY_PASSWORD",
+        hide_env_values = true,
+        value_name = "PASSWORD",
+        value_parser = parse_secret
+    )]
+    pub(crate) tls_key_password: Option<zk_proto::Secret>,
+    /// Connect over TLS (implied by --tls-ca, --tls-cert, --tls-keystore and by a zk+tls:// connect string)
     #[arg(long, global = true, help_heading = "Global options")]
     pub(crate) tls: bool,
     /// Accept a read-only server (one that lost its quorum); writes then fail
@@ -624,6 +661,83 @@ mod tests {
             panic!("not bench");
         };
         assert_eq!(args, ["--help", "--scale", "0.01"]);
+    }
+
+    #[test]
+    fn a_key_store_replaces_the_certificate_and_key_and_its_passwords_stay_secret() {
+        let cli = Cli::try_parse_from([
+            "rzk",
+            "--tls-keystore",
+            "client.p12",
+            "--tls-keystore-password",
+            "store-hunter2",
+            "ls",
+            "/",
+            "--tls-key-password",
+            "key-hunter2",
+        ])
+        .expect("parse");
+        let global = &cli.global;
+        assert_eq!(
+            global.tls_keystore.as_deref(),
+            Some(std::path::Path::new("client.p12"))
+        );
+        assert_eq!(
+            global
+                .tls_keystore_password
+                .as_ref()
+                .map(zk_proto::Secret::expose),
+            Some(&b"store-hunter2"[..])
+        );
+        assert_eq!(
+            global
+                .tls_key_password
+                .as_ref()
+                .map(zk_proto::Secret::expose),
+            Some(&b"key-hunter2"[..])
+        );
+        for shown in [format!("{cli:?}"), format!("{cli:#?}")] {
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+        // One client identity: a key store, or a certificate and its key.
+        for args in [
+            &[
+                "rzk",
+                "--tls-keystore",
+                "c.p12",
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "k.pem",
+                "ls",
+                "/",
+            ][..],
+            &[
+                "rzk",
+                "--tls-keystore",
+                "c.p12",
+                "--tls-key",
+                "k.pem",
+                "ls",
+                "/",
+            ],
+            &[
+                "rzk",
+                "ls",
+                "/",
+                "--tls-cert",
+                "c.pem",
+                "--tls-keystore",
+                "c.p12",
+            ],
+        ] {
+            let error = Cli::try_parse_from(args).expect_err("a conflict");
+            assert_eq!(
+                error.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{args:?}: {error}"
+            );
+        }
     }
 
     #[test]

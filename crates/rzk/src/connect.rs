@@ -1,5 +1,6 @@
 //! Opening a session from the global options: the connect string (`--server` or
-//! `ZOOKEEPER`, and `--chroot`), the timeouts, read-only servers and credentials.
+//! `ZOOKEEPER`, and `--chroot`), the timeouts, read-only servers, credentials and TLS (a
+//! password that does not open its file is said with the option and variable it came from).
 
 use std::time::Duration;
 
@@ -28,6 +29,8 @@ pub(crate) struct Connector {
     sasl: Option<(String, String)>,
     /// TLS settings from the options (`None`: plaintext, or the connect string's own).
     tls: Option<zk_proto::TlsOptions>,
+    /// Where the client identity's passwords come from, to name them when one is wrong.
+    passwords: Option<PasswordSource>,
     verbose: bool,
 }
 
@@ -55,9 +58,15 @@ pub(crate) fn connect_string(server: &str, chroot: Option<&str>) -> Result<Strin
     Ok(format!("{server}{chroot}"))
 }
 
-/// The TLS settings the options ask for: any `--tls*` option means TLS.
+/// The TLS settings the options ask for: `--tls`, or an option naming a file (`--tls-ca`,
+/// `--tls-cert` with `--tls-key`, `--tls-keystore`), means TLS. The passwords alone do not:
+/// their variables may be set for every run, and are used only with the file they open.
 fn tls_options(global: &Global) -> Option<zk_proto::TlsOptions> {
-    if !global.tls && global.tls_ca.is_none() && global.tls_cert.is_none() {
+    if !global.tls
+        && global.tls_ca.is_none()
+        && global.tls_cert.is_none()
+        && global.tls_keystore.is_none()
+    {
         return None;
     }
     let mut options = zk_proto::TlsOptions::new();
@@ -67,7 +76,94 @@ fn tls_options(global: &Global) -> Option<zk_proto::TlsOptions> {
     if let (Some(cert), Some(key)) = (&global.tls_cert, &global.tls_key) {
         options = options.client_cert_pem_files(cert.clone(), key.clone());
     }
+    if let Some(keystore) = &global.tls_keystore {
+        let password = global.tls_keystore_password.clone().unwrap_or_default();
+        options = options.client_identity_pkcs12_file(keystore.clone(), password);
+    }
+    if (global.tls_key.is_some() || global.tls_keystore.is_some())
+        && let Some(password) = &global.tls_key_password
+    {
+        options = options.client_key_password(password.clone());
+    }
     Some(options)
+}
+
+/// The options a password can come from, for a file given by rzk's own options (not a
+/// `zk+tls://` connect string's, whose passwords come from files it names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PasswordSource {
+    /// `--tls-keystore`: its password, and its key's own when one is given.
+    KeyStore {
+        /// Whether `--tls-keystore-password` (or its variable) gave one.
+        password: bool,
+        /// Whether `--tls-key-password` (or its variable) gave one.
+        key_password: bool,
+    },
+    /// `--tls-key`: an encrypted key's password.
+    Key,
+}
+
+/// The password options of [`PasswordSource::Key`], as the hints name them.
+const KEY_PASSWORD: &str = "--tls-key-password or RZK_TLS_KEY_PASSWORD";
+/// The password options of [`PasswordSource::KeyStore`], as the hints name them.
+const KEYSTORE_PASSWORD: &str = "--tls-keystore-password or RZK_TLS_KEYSTORE_PASSWORD";
+
+impl PasswordSource {
+    /// Where the passwords of the client identity come from, when rzk's options give one.
+    fn of(global: &Global) -> Option<PasswordSource> {
+        if global.tls_keystore.is_some() {
+            Some(PasswordSource::KeyStore {
+                password: global.tls_keystore_password.is_some(),
+                key_password: global.tls_key_password.is_some(),
+            })
+        } else if global.tls_key.is_some() {
+            Some(PasswordSource::Key)
+        } else {
+            None
+        }
+    }
+
+    /// What to add to a wrong-password error: the option (and variable) whose password did
+    /// not open `what` (the part of the file the error names).
+    fn hint(self, what: &str) -> String {
+        match self {
+            PasswordSource::Key => format!("the password of --tls-key, from {KEY_PASSWORD}"),
+            PasswordSource::KeyStore {
+                key_password: true, ..
+            } => format!(
+                "the passwords of --tls-keystore, from {KEYSTORE_PASSWORD} and (for its \
+                 key) {KEY_PASSWORD}"
+            ),
+            // The key store's password passed its integrity check; its key has another.
+            PasswordSource::KeyStore { .. } if what.contains("private key") => {
+                format!(
+                    "the key in --tls-keystore has a password of its own: give it with {KEY_PASSWORD}"
+                )
+            }
+            PasswordSource::KeyStore { password: true, .. } => {
+                format!("the password of --tls-keystore, from {KEYSTORE_PASSWORD}")
+            }
+            PasswordSource::KeyStore {
+                password: false, ..
+            } => format!(
+                "no password was given for --tls-keystore ({KEYSTORE_PASSWORD}): the empty \
+                 one was tried"
+            ),
+        }
+    }
+}
+
+/// What rzk says when the client refused to connect: the client's error, with the options
+/// (and variables) that gave a password that does not open its file.
+fn connect_failure_message(error: &zk_proto::Error, passwords: Option<PasswordSource>) -> String {
+    let text = crate::exit::describe(error);
+    match (error, passwords) {
+        (
+            zk_proto::Error::TlsConfig(zk_proto::TlsConfigError::WrongPassword { what }),
+            Some(source),
+        ) => format!("{text}; {}", source.hint(what)),
+        _ => text,
+    }
 }
 
 impl Connector {
@@ -103,6 +199,7 @@ impl Connector {
         Ok(Connector {
             sasl,
             tls,
+            passwords: PasswordSource::of(global),
             connect: connect_string(&global.server, global.chroot.as_deref())?,
             session_timeout: global.session_timeout,
             connect_timeout: global.connect_timeout,
@@ -150,7 +247,7 @@ impl Connector {
                 format!(
                     "cannot connect to {}: {}",
                     self.connect,
-                    crate::exit::describe(&e)
+                    connect_failure_message(&e, self.passwords)
                 ),
             )
         })?;
@@ -191,6 +288,106 @@ impl Connector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser as _;
+
+    /// The global options of `rzk ARGS ls /`.
+    fn global(args: &[&str]) -> Global {
+        let line = std::iter::once("rzk")
+            .chain(args.iter().copied())
+            .chain(["ls", "/"]);
+        crate::cli::Cli::try_parse_from(line).expect("parse").global
+    }
+
+    #[test]
+    fn files_mean_tls_and_passwords_alone_do_not() {
+        for args in [
+            &["--tls"][..],
+            &["--tls-ca", "ca.pem"],
+            &["--tls-cert", "c.pem", "--tls-key", "k.pem"],
+            &["--tls-keystore", "c.p12"],
+        ] {
+            assert!(tls_options(&global(args)).is_some(), "{args:?}");
+        }
+        let passwords = global(&["--tls-keystore-password", "a", "--tls-key-password", "b"]);
+        assert!(tls_options(&passwords).is_none());
+        assert_eq!(PasswordSource::of(&passwords), None);
+    }
+
+    #[test]
+    fn a_wrong_password_names_the_option_that_gave_it() {
+        let wrong =
+            |what| zk_proto::Error::TlsConfig(zk_proto::TlsConfigError::WrongPassword { what });
+        let bundle = wrong("the client PKCS#12 bundle");
+        let message = |args: &[&str], error: &zk_proto::Error| {
+            connect_failure_message(error, PasswordSource::of(&global(args)))
+        };
+        let said = message(
+            &["--tls-keystore", "c.p12", "--tls-keystore-password", "x"],
+            &bundle,
+        );
+        assert!(said.contains("wrong password"), "{said}");
+        assert!(
+            said.ends_with(&format!(
+                "; the password of --tls-keystore, from {KEYSTORE_PASSWORD}"
+            )),
+            "{said}"
+        );
+        let said = message(&["--tls-keystore", "c.p12"], &bundle);
+        assert!(
+            said.contains("no password was given for --tls-keystore"),
+            "{said}"
+        );
+        let said = message(
+            &[
+                "--tls-keystore",
+                "c.p12",
+                "--tls-keystore-password",
+                "x",
+                "--tls-key-password",
+                "y",
+            ],
+            &bundle,
+        );
+        assert!(
+            said.contains(KEYSTORE_PASSWORD) && said.contains(KEY_PASSWORD),
+            "{said}"
+        );
+        let own_key = wrong(
+            "the private key of the client PKCS#12 bundle (its password is not the bundle's: give it as the key password)",
+        );
+        let said = message(
+            &["--tls-keystore", "c.p12", "--tls-keystore-password", "x"],
+            &own_key,
+        );
+        assert!(
+            said.ends_with(&format!("give it with {KEY_PASSWORD}")),
+            "{said}"
+        );
+        let said = message(
+            &[
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "k.pem",
+                "--tls-key-password",
+                "x",
+            ],
+            &wrong("the client key (encrypted PKCS#8)"),
+        );
+        assert!(
+            said.ends_with(&format!("; the password of --tls-key, from {KEY_PASSWORD}")),
+            "{said}"
+        );
+        // A connect string's password files are named by the client's error itself; other
+        // errors are said as they are.
+        assert_eq!(message(&[], &bundle), crate::exit::describe(&bundle));
+        let other =
+            zk_proto::Error::TlsConfig(zk_proto::TlsConfigError::NoTrustAnchors("none".into()));
+        assert_eq!(
+            message(&["--tls-keystore", "c.p12"], &other),
+            crate::exit::describe(&other)
+        );
+    }
 
     #[test]
     fn the_chroot_is_appended_once() {

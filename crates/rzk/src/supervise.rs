@@ -427,8 +427,14 @@ fn send(child: &tokio::process::Child, signal: Signal, group: bool) {
     }
 }
 
-/// rzk's own variables that carry secrets (credentials): never passed on to the command.
-const SECRET_VARIABLES: [&str; 2] = ["RZK_AUTH", "RZK_SASL"];
+/// rzk's own variables that carry secrets (credentials, TLS passwords): never passed on to
+/// the command.
+const SECRET_VARIABLES: [&str; 4] = [
+    "RZK_AUTH",
+    "RZK_SASL",
+    "RZK_TLS_KEYSTORE_PASSWORD",
+    "RZK_TLS_KEY_PASSWORD",
+];
 
 #[cfg(test)]
 mod tests {
@@ -533,6 +539,23 @@ mod tests {
         );
         let ended = done(&s.on(Event::Exited(ChildStatus::Signal(2)))).expect("done");
         assert_eq!(ended.exit_code(), 130);
+    }
+
+    /// Every option whose variable's value `--help` hides (a secret) has that variable
+    /// removed from the command's environment, and nothing else is.
+    #[test]
+    fn every_secret_variable_of_the_options_is_kept_from_the_command() {
+        use clap::CommandFactory as _;
+        let command = crate::cli::Cli::command();
+        let mut hidden: Vec<String> = command
+            .get_arguments()
+            .filter(|arg| arg.is_hide_env_values_set())
+            .filter_map(|arg| arg.get_env()?.to_str().map(str::to_owned))
+            .collect();
+        hidden.sort();
+        let mut secret = SECRET_VARIABLES.map(str::to_owned).to_vec();
+        secret.sort();
+        assert_eq!(hidden, secret);
     }
 
     #[test]

@@ -16,7 +16,11 @@ use std::time::Duration;
 use support::{append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_recipes::lock::Lock;
-use zk_testkit::client::{children, connect, serial, start_server, wait_children, within};
+use zk_testkit::DigestJaas;
+use zk_testkit::client::{
+    children, connect, serial, server_builder, start_server, start_server_with, wait_children,
+    within,
+};
 use zk_testkit::fault::FaultProxy;
 
 const LIMIT: Duration = Duration::from_secs(15);
@@ -629,25 +633,41 @@ async fn a_killed_rzk_takes_its_command_with_it_before_the_next_holder_starts() 
     assert!(children(&client, "/k").await.is_empty());
 }
 
-/// rzk's secret variables (`RZK_AUTH`, `RZK_SASL`) are used by rzk and never reach the
-/// command; its own (`RZK_LOCK_PATH`, ...) and the rest of the environment do.
+/// rzk's secret variables (`RZK_AUTH`, `RZK_SASL`, `RZK_TLS_KEYSTORE_PASSWORD`,
+/// `RZK_TLS_KEY_PASSWORD`) are used by rzk and never reach the command; its own
+/// (`RZK_LOCK_PATH`, ...) and the rest of the environment do. The TLS passwords alone do not
+/// turn TLS on (they open files that only options name): the server here is plaintext, with
+/// SASL for `RZK_SASL`. (The unit test
+/// `every_secret_variable_of_the_options_is_kept_from_the_command` checks that the list holds
+/// every secret option's variable.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_does_not_get_rzks_secret_variables() {
     let _serial = serial().await;
-    let server = start_server().await;
+    let jaas = DigestJaas::write(&[("bob", "sasl-very-secret")]).expect("write the JAAS file");
+    let server = start_server_with(server_builder().sasl_digest(&jaas)).await;
     let zk = server.connect_string();
     let dir = scratch("secrets");
     let env_file = dir.join("env");
     let script = format!("env > '{}'", env_file.display());
     let run = command(&zk, &["lock", "/s", "--", "sh", "-c", &script])
         .env("RZK_AUTH", "digest:someone:very-secret")
+        .env("RZK_SASL", "bob:sasl-very-secret")
+        .env("RZK_TLS_KEYSTORE_PASSWORD", "keystore-very-secret")
+        .env("RZK_TLS_KEY_PASSWORD", "key-very-secret")
         .env("RZK_TEST_VISIBLE", "yes")
         .spawn()
         .expect("start");
     finish(run, &["lock"]).await.expect(0, "lock");
     let env = std::fs::read_to_string(&env_file).expect("the command's environment");
     assert!(!env.contains("very-secret"), "{env}");
-    assert!(!env.contains("RZK_AUTH"), "{env}");
+    for secret in [
+        "RZK_AUTH",
+        "RZK_SASL",
+        "RZK_TLS_KEYSTORE_PASSWORD",
+        "RZK_TLS_KEY_PASSWORD",
+    ] {
+        assert!(!env.contains(secret), "{secret}: {env}");
+    }
     assert!(env.contains("RZK_TEST_VISIBLE=yes"), "{env}");
     assert!(env.contains("RZK_LOCK_PATH=/s"), "{env}");
 }
