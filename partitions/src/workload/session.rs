@@ -97,15 +97,31 @@ impl Workload for SessionWorkload {
         let seen = self.seen.clone();
         let mut stopping = stop;
         let b = world.b().runtime.spawn(async move {
+            // Seen there once: side B's server may not have applied the create yet when the
+            // watch is first set (reads are sequentially consistent, not linearizable), so
+            // absence means expiry only after presence.
+            let mut present = false;
             while !*stopping.borrow() {
+                if watcher.sync(&node).await.is_err() {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
                 let watch = match watcher.exists_watch(&node).await {
+                    Ok((None, _)) if !present => {
+                        return Err(format!(
+                            "side B never saw side A's node {node} after a sync"
+                        ));
+                    }
                     Ok((None, _)) => {
                         let mut seen = lock(&seen);
                         seen.expired = Some(start.elapsed());
                         seen.expiry_seen_by = "a check after side B's own session came back";
                         break;
                     }
-                    Ok((Some(_), watch)) => watch,
+                    Ok((Some(_), watch)) => {
+                        present = true;
+                        watch
+                    }
                     Err(_) => {
                         // Side B's session is away: try again when it can.
                         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
