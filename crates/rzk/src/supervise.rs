@@ -429,7 +429,7 @@ fn send(child: &tokio::process::Child, signal: Signal, group: bool) {
 
 /// rzk's own variables that carry secrets (credentials, TLS passwords): never passed on to
 /// the command.
-const SECRET_VARIABLES: [&str; 4] = [
+pub(crate) const SECRET_VARIABLES: [&str; 4] = [
     "RZK_AUTH",
     "RZK_SASL",
     "RZK_TLS_KEYSTORE_PASSWORD",

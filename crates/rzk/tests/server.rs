@@ -33,8 +33,16 @@ async fn a_local_server_outlives_rzk_until_stopped() {
     let dir_arg = dir.display().to_string();
     let args = |action: &'static str| ["server", action, "--port", &port, "--dir", &dir_arg];
 
-    // Start: rzk returns once the server serves, and has exited; the server runs on.
-    let run = rzk(&server, &args("start")).await.expect(0, "start");
+    // Start: rzk returns once the server serves, and has exited; the server runs on. rzk's
+    // own secret variables are set, and must not reach the server's JVM.
+    let start_args = args("start");
+    let mut start = support::command(&server, &start_args);
+    start
+        .env("RZK_AUTH", "digest:alice:not-for-the-server")
+        .env("RZK_TLS_KEYSTORE_PASSWORD", "not-for-the-server-either");
+    let run = support::finish(start.spawn().expect("start rzk"), &start_args)
+        .await
+        .expect(0, "start");
     assert_eq!(
         run.stdout
             .lines()
@@ -61,6 +69,12 @@ async fn a_local_server_outlives_rzk_until_stopped() {
     assert_eq!(status["address"], server.as_str());
     let pid = std::fs::read_to_string(dir.join("zookeeper.pid")).expect("pid file");
     assert_eq!(status["pid"].to_string(), pid.trim());
+    let environ = std::fs::read(format!("/proc/{}/environ", pid.trim())).expect("its environment");
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(
+        !environ.contains("RZK_AUTH") && !environ.contains("not-for-the-server"),
+        "rzk's secrets reached the server's JVM"
+    );
 
     // Stop: gone, the port free, status exit 3; the data stays for the next start.
     rzk(&server, &args("stop")).await.expect(0, "stop");

@@ -221,6 +221,10 @@ fn start(place: &Place, out: Output) -> Outcome {
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(stderr);
+    // The server is no place for rzk's own credentials and passwords.
+    for secret in crate::supervise::SECRET_VARIABLES {
+        java.env_remove(secret);
+    }
     // A process group of its own: the terminal's Ctrl-C and hang-up do not reach it, and it
     // outlives rzk.
     std::os::unix::process::CommandExt::process_group(&mut java, 0);
