@@ -35,6 +35,9 @@ pub enum Scenario {
     /// Side A's follower cut off; meanwhile the other two servers are restarted one after the
     /// other (the leader last); then healed.
     RollingRestart,
+    /// The leader's packets to side A's follower dropped, one way only (the follower's still
+    /// reach the leader): the follower stops hearing its leader while the leader hears it.
+    OneWay,
     /// Side A's follower cut off, and removed from the ensemble by a `reconfig` while cut
     /// (the majority commits it); healed, then added back by a second `reconfig`.
     Reconfig,
@@ -42,7 +45,7 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order the suite runs them.
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::FollowerCut,
         Scenario::LeaderMinority,
         Scenario::ClientCut,
@@ -50,6 +53,7 @@ impl Scenario {
         Scenario::ServerPause,
         Scenario::ClientPause,
         Scenario::RollingRestart,
+        Scenario::OneWay,
         Scenario::Reconfig,
     ];
 
@@ -63,6 +67,7 @@ impl Scenario {
             Scenario::ServerPause => "server-pause",
             Scenario::ClientPause => "client-pause",
             Scenario::RollingRestart => "rolling-restart",
+            Scenario::OneWay => "one-way",
             Scenario::Reconfig => "reconfig",
         }
     }
@@ -100,6 +105,7 @@ impl Scenario {
             Scenario::FollowerCut
             | Scenario::ServerPause
             | Scenario::RollingRestart
+            | Scenario::OneWay
             | Scenario::Reconfig => (vec![follower], vec![leader, other]),
             Scenario::LeaderMinority => (vec![leader], vec![follower, other]),
             Scenario::ClientCut | Scenario::ClientPause => (vec![0, 1, 2], vec![0, 1, 2]),
@@ -212,6 +218,16 @@ impl Scenario {
                     world.note(format!("server {server} serves again"));
                 }
                 std::thread::sleep(SESSION);
+                began
+            }
+            Scenario::OneWay => {
+                let follower = world.a().servers[0];
+                bed.cut_one_way(Node::Server(leader), Node::Server(follower))
+                    .map_err(e("cutting the leader's packets to the follower"))?;
+                let began = world.note(format!(
+                    "dropped leader {leader}'s packets to follower {follower} (one way)"
+                ));
+                std::thread::sleep(hold);
                 began
             }
             Scenario::Reconfig => {
