@@ -211,6 +211,7 @@ fn run_once(
         bed,
         start: Instant::now(),
         faults: Default::default(),
+        side_a_processes: Default::default(),
     };
     world.note(format!(
         "{}: leader {leader}, side A on {:?}, side B on {:?}",

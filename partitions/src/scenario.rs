@@ -30,7 +30,8 @@ pub enum Scenario {
     /// Side A's server paused (SIGSTOP) for longer than a session, then resumed.
     ServerPause,
     /// Side A's process paused for longer than a session (its runtime frozen, as a
-    /// stop-the-world pause: no timer, no read, no write), then resumed.
+    /// stop-the-world pause: no timer, no read, no write; side A's Curator JVM stopped with
+    /// SIGSTOP), then resumed.
     ClientPause,
     /// Side A's follower cut off; meanwhile the other two servers are restarted one after the
     /// other (the leader last); then healed.
@@ -198,8 +199,13 @@ impl Scenario {
             }
             Scenario::ClientPause => {
                 world.a().freeze(hold);
-                let began = world.note(format!("froze side A for {} ms", hold.as_millis()));
+                world.signal_side_a("STOP")?;
+                let began = world.note(format!(
+                    "froze side A for {} ms (its runtime, and its Curator JVM by SIGSTOP)",
+                    hold.as_millis()
+                ));
                 std::thread::sleep(hold);
+                world.signal_side_a("CONT")?;
                 world.note("side A runs again");
                 began
             }

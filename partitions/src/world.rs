@@ -113,6 +113,9 @@ pub struct World {
     pub start: Instant,
     /// The faults, as they happen.
     pub faults: FaultLog,
+    /// Side A's processes outside the suite's own (Curator's JVM): a pause of side A stops
+    /// them too (SIGSTOP).
+    pub side_a_processes: Mutex<Vec<u32>>,
 }
 
 impl World {
@@ -126,6 +129,26 @@ impl World {
         let at = self.now();
         self.faults.note(at, what);
         at
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to side A's outside processes.
+    pub fn signal_side_a(&self, signal: &str) -> Result<(), String> {
+        let pids = self
+            .side_a_processes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for pid in pids {
+            let status = std::process::Command::new("kill")
+                .arg(format!("-{signal}"))
+                .arg(pid.to_string())
+                .status()
+                .map_err(|e| format!("kill -{signal} {pid}: {e}"))?;
+            if !status.success() {
+                return Err(format!("kill -{signal} {pid}: {status}"));
+            }
+        }
+        Ok(())
     }
 
     /// Side A.

@@ -122,6 +122,15 @@ impl Workload for CuratorWorkload {
                     .spawn()
                     .map_err(|e| format!("starting the Curator worker: {e}"))?
             };
+            if side_index == 0
+                && let Some(pid) = child.id()
+            {
+                world
+                    .side_a_processes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(pid);
+            }
             let task = side.runtime.spawn(relay(child, workers, stop.clone()));
             tasks.push((side_index, task));
         }
