@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: codec unit and property tests, the conformance vectors,
 # the fuzz corpus replay, the integration tests against real ZooKeeper servers, and the
-# Kerberos tests (zk-proto's `kerberos` feature) against a local MIT KDC.
+# Kerberos tests (zk-proto's `kerberos` feature) against a local MIT KDC, and the partition
+# suite's quick run (scripts/partitions.sh --quick).
 # Installs Java, ZooKeeper, Apache Curator (for the lock interop test) and MIT Kerberos (KDC,
 # client tools, GSSAPI headers, libclang) first when they are missing (Debian, apt-get).
 set -euo pipefail
@@ -16,3 +17,6 @@ cargo test --workspace --locked "$@"
 cargo test -p zk-proto --features kerberos --locked --test kerberos
 # docs/security.md's Kerberos examples compile only with the feature.
 cargo test -p zk-proto --features kerberos --locked --doc
+# The partition suite, one run per scenario (docs/partitions.md): a promise broken fails the
+# run. Skipped with one line on a machine without network namespaces (not root).
+scripts/partitions.sh --quick
