@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::Operation;
+use crate::history::{Operation, Outcome};
 
 /// A sequential specification: a state machine that says which results an operation may
 /// return in a given state, and the state after it.
@@ -16,8 +16,10 @@ use crate::history::Operation;
 /// Models must be deterministic: the same state and operation give the same successor.
 /// States are compared and hashed for the checker's memoization, so keep them small.
 pub trait Model {
-    /// An operation with its arguments.
-    type Input: Clone + Debug;
+    /// An operation with its arguments. Equal inputs must mean equal operations: the
+    /// checker treats pending operations of unknown outcome with equal inputs as
+    /// interchangeable.
+    type Input: Clone + Debug + Eq + Hash;
     /// An operation's result.
     type Output: Clone + Debug;
     /// The object's state.
@@ -91,6 +93,27 @@ pub trait Model {
         Ok(())
     }
 
+    /// A model tuned to one partition's operations (their inputs and outcomes), used for
+    /// that partition's search instead of `self`; `None` (the default) keeps `self`. The
+    /// tuned model must accept exactly the same histories of these operations as `self`;
+    /// it may abstract what they cannot tell apart (the register maps values no read ever
+    /// returned to one representative, which makes the search much cheaper).
+    fn specialize(&self, ops: &[(&Self::Input, &Outcome<Self::Output>)]) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = ops;
+        None
+    }
+
+    /// The symmetry class of an operation of unknown outcome: two pending unknown
+    /// operations of one class (and one deadline) must have the same effect
+    /// ([`step_unknown`](Self::step_unknown)) in every state, and the checker then only
+    /// tries the earliest invoked of them. The default is the input itself.
+    fn unknown_class(&self, input: &Self::Input) -> Self::Input {
+        input.clone()
+    }
+
     /// Splits a history into parts that can be checked independently (P-compositionality:
     /// a history is linearizable iff each part is). Each part has a label (shown in a
     /// violation) and the indices of its operations in `ops`. The default is one part with
@@ -158,7 +181,7 @@ impl<M, K> Keyed<M, K> {
     }
 }
 
-impl<M: Model, K: Clone + Debug + Ord> Model for Keyed<M, K> {
+impl<M: Model, K: Clone + Debug + Ord + Hash> Model for Keyed<M, K> {
     type Input = KeyedOp<K, M::Input>;
     type Output = M::Output;
     type State = M::State;
@@ -203,6 +226,21 @@ impl<M: Model, K: Clone + Debug + Ord> Model for Keyed<M, K> {
 
     fn check_output(&self, input: &Self::Input, output: &Self::Output) -> Result<(), String> {
         self.inner.check_output(&input.op, output)
+    }
+
+    fn specialize(&self, ops: &[(&Self::Input, &Outcome<Self::Output>)]) -> Option<Self> {
+        let inner: Vec<(&M::Input, &Outcome<M::Output>)> = ops
+            .iter()
+            .map(|(input, outcome)| (&input.op, *outcome))
+            .collect();
+        Some(Keyed::new(self.inner.specialize(&inner)?))
+    }
+
+    fn unknown_class(&self, input: &Self::Input) -> Self::Input {
+        KeyedOp {
+            key: input.key.clone(),
+            op: self.inner.unknown_class(&input.op),
+        }
     }
 
     fn partition(&self, ops: &[Operation<Self::Input, Self::Output>]) -> Vec<Partition> {

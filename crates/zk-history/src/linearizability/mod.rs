@@ -16,7 +16,8 @@
 //!   state it reached, and the operations concurrent with it. This is a proof of absence
 //!   (the search is exhaustive); the explanation is one witness, not the only one.
 //! - [`Verdict::Unknown`]: the budget ([`CheckOptions::max_steps`],
-//!   [`CheckOptions::time_limit`]) ran out first. Never a hang.
+//!   [`CheckOptions::max_memo_entries`], [`CheckOptions::time_limit`]) ran out first. Never
+//!   a hang, never unbounded memory.
 //!
 //! The search is exact (no sampling, no hashing shortcuts: memo keys are compared in full).
 //!
@@ -37,8 +38,9 @@
 //!
 //! Wing & Gong's search with Lowe's memoization, as in Porcupine and Knossos, extended with
 //! operations that may never take effect; see the `search` module's source for details.
-//! Steps are bounded by [`CheckOptions::max_steps`]; memory by one memo entry per step
-//! (tens of bytes for small states).
+//! Steps are bounded by [`CheckOptions::max_steps`], memory by
+//! [`CheckOptions::max_memo_entries`] and time by [`CheckOptions::time_limit`] (checked
+//! every 1024 steps).
 //!
 //! [`Keyed`]: crate::Keyed
 
@@ -59,8 +61,12 @@ use search::{Budget, Exhausted, Kind, SearchOp};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckOptions {
     /// The most search steps (one step tries one operation or undoes one), over all
-    /// partitions. Each step may add one memo entry. Default: 5,000,000.
+    /// partitions: a bound that does not depend on the machine's speed. A step takes tens
+    /// of nanoseconds. Default: 100,000,000.
     pub max_steps: u64,
+    /// The most memo entries (configurations remembered), over all partitions: the bound on
+    /// memory, roughly 100 bytes an entry with small states. Default: 4,000,000.
+    pub max_memo_entries: u64,
     /// The longest the check may take. Default: 10 s.
     pub time_limit: Option<Duration>,
     /// How long after it completed (or after its invocation, when it never completed) an
@@ -79,7 +85,8 @@ pub struct CheckOptions {
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
-            max_steps: 5_000_000,
+            max_steps: 100_000_000,
+            max_memo_entries: 4_000_000,
             time_limit: Some(Duration::from_secs(10)),
             unknown_horizon: None,
             prefix_shown: 10,
@@ -363,6 +370,7 @@ pub fn check_operations<M: Model>(
     };
     let mut budget = Budget {
         max_steps: options.max_steps,
+        max_memo_entries: options.max_memo_entries,
         deadline: options.time_limit.map(|limit| started + limit),
         steps: 0,
         memo_entries: 0,
@@ -403,7 +411,10 @@ pub fn check_operations<M: Model>(
         }
         stats.searched += search_ops.len();
         stats.partitions_checked += 1;
-        match search::search(model, &search_ops, &mut budget) {
+        let pairs: Vec<(&M::Input, &Outcome<M::Output>)> =
+            searched.iter().map(|op| (&op.op, &op.outcome)).collect();
+        let tuned = model.specialize(&pairs);
+        match search::search(tuned.as_ref().unwrap_or(model), &search_ops, &mut budget) {
             search::Outcome::Linearizable => {}
             search::Outcome::Violation(best) => {
                 let violation = explain(
@@ -426,6 +437,10 @@ pub fn check_operations<M: Model>(
                         "the time limit ({:?}) ran out",
                         options.time_limit.unwrap_or_default()
                     ),
+                    Exhausted::Memory => format!(
+                        "the memo budget ({} entries) ran out",
+                        options.max_memo_entries
+                    ),
                 };
                 let reason = match &partition.label {
                     Some(label) => {
@@ -435,6 +450,7 @@ pub fn check_operations<M: Model>(
                 };
                 unknown.get_or_insert(reason);
                 if budget.steps > budget.max_steps
+                    || budget.memo_entries > budget.max_memo_entries
                     || budget.deadline.is_some_and(|d| Instant::now() >= d)
                 {
                     break;
@@ -482,6 +498,13 @@ fn explain<M: Model>(
         state = next;
         steps.push((*op, format!("{state:?}")));
     }
+    // The state there, with the model's own values (the search may have used a tuned
+    // model's abstraction of them).
+    let state_text = if steps.len() == best.prefix.len() {
+        format!("{state:?}")
+    } else {
+        format!("{:?}", best.state)
+    };
     let shown_from = steps.len().saturating_sub(options.prefix_shown);
     let prefix_tail = steps
         .drain(shown_from..)
@@ -515,7 +538,7 @@ fn explain<M: Model>(
     Violation {
         partition,
         op,
-        state: format!("{:?}", best.state),
+        state: state_text,
         prefix_len: best.prefix.len(),
         prefix_tail,
         concurrent: concurrent

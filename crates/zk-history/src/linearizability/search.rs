@@ -16,12 +16,19 @@
 //! the first as a count, so keys stay small when, as usual, the linearized operations are
 //! mostly a prefix.
 //!
-//! Pruning, both sound: an unknown operation that would leave the state unchanged is not
-//! linearized (not linearizing it is the same and keeps more options); and a choice after
-//! which the most urgent pending operation (the first return entry) can never be accepted
-//! ([`Model::never_consistent`]) is not taken.
+//! Pruning, all sound: an unknown operation that would leave the state unchanged is not
+//! linearized (not linearizing it is the same and keeps more options); a choice after
+//! which the most urgent pending operation with a result (the first such return entry) can never be accepted
+//! ([`Model::never_consistent`]) is not taken; of unknown operations of one symmetry class
+//! ([`Model::unknown_class`]: equal inputs by default) and one deadline, only the earliest
+//! invoked one not yet linearized is tried; and a definite operation that is consistent now
+//! and leaves the state unchanged is linearized at once, with no alternative tried. The
+//! symmetry rule loses nothing: in any linearization, the linearized operations of a class
+//! can be swapped for the first ones in invocation order (the k-th earliest is invoked no
+//! later than the k-th linearization point, and a class has one effect), which turns 2^n
+//! subsets of n interchangeable unknown adds into n + 1 counts.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::{Duration, Instant};
 
@@ -49,6 +56,7 @@ pub(crate) struct SearchOp<'a, I, O> {
 /// The shared budget of one check.
 pub(crate) struct Budget {
     pub(crate) max_steps: u64,
+    pub(crate) max_memo_entries: u64,
     pub(crate) deadline: Option<Instant>,
     pub(crate) steps: u64,
     pub(crate) memo_entries: u64,
@@ -57,10 +65,17 @@ pub(crate) struct Budget {
 pub(crate) enum Exhausted {
     Steps,
     Time,
+    Memory,
 }
 
 /// The deepest point the search reached before it had to give up on a branch.
 pub(crate) struct Best<S> {
+    /// Where it got stuck: the position (in time order) of the return entry it could not
+    /// pass, then how many operations of definite outcome it linearized. Dead ends are
+    /// ranked by this: the true culprit's return entry is the furthest any attempt reaches
+    /// (the rest of the history up to it is linearizable), and counting unknown operations
+    /// would favour attempts that wrongly applied them.
+    pub(crate) rank: (usize, usize),
     /// The linearized operations, in order (indices into the search's operations).
     pub(crate) prefix: Vec<usize>,
     /// The operation whose return entry was reached unlinearized.
@@ -159,6 +174,14 @@ impl Bits {
         if let Some(word) = words.get_mut(i / 64) {
             *word ^= 1 << (i % 64);
         }
+    }
+
+    fn get(&self, slot: Slot) -> bool {
+        let (words, i) = match slot {
+            Slot::Definite(i) => (&self.definite, i),
+            Slot::Unknown(i) => (&self.unknown, i),
+        };
+        words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     fn key<S>(&self, state: S) -> MemoKey<S> {
@@ -261,12 +284,18 @@ impl List {
         self.relink(call);
     }
 
-    /// The first return entry after `from` that is not `skip`'s operation's.
-    fn first_return_after(&self, from: usize, skip_op: u32) -> Option<usize> {
+    /// The first return entry after `from` whose operation is not `skip_op` and passes
+    /// `wanted`.
+    fn first_return_after(
+        &self,
+        from: usize,
+        skip_op: u32,
+        wanted: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
         let tail = self.tail();
         let mut e = from;
         while e != tail {
-            if !self.is_call[e] && self.op[e] != skip_op {
+            if !self.is_call[e] && self.op[e] != skip_op && wanted(self.op[e] as usize) {
                 return Some(e);
             }
             e = self.next[e] as usize;
@@ -279,6 +308,9 @@ struct Frame<S> {
     call: usize,
     prev_state: S,
     prev_lin_time: Duration,
+    /// A definite operation that left the state unchanged: linearizing it was not a choice
+    /// (see [`search`]), so undoing it undoes the choice before it too.
+    forced: bool,
 }
 
 /// Searches for a linearization of `ops` from `model.init()`.
@@ -296,6 +328,20 @@ pub(crate) fn search<M: Model>(
         } else {
             slots.push(Slot::Definite(definite));
             definite += 1;
+        }
+    }
+    // Of unknown operations of the same class and deadline, the one invoked just before
+    // (ties: the earlier in `ops`, which is the list's order too).
+    let mut previous_alike: Vec<Option<usize>> = vec![None; ops.len()];
+    {
+        let mut order: Vec<usize> = (0..ops.len()).collect();
+        order.sort_by_key(|&i| (ops[i].call, i));
+        let mut last: HashMap<(M::Input, Option<Duration>), usize> = HashMap::new();
+        for i in order {
+            if let Kind::Unknown { deadline } = ops[i].kind {
+                let class = model.unknown_class(ops[i].input);
+                previous_alike[i] = last.insert((class, deadline), i);
+            }
         }
     }
     let mut remaining = definite;
@@ -341,7 +387,8 @@ pub(crate) fn search<M: Model>(
                 Kind::Fail => model.step_fail(&state, op.input).then(|| state.clone()),
                 Kind::Unknown { deadline } => {
                     let point = lin_time.max(op.call);
-                    if deadline.is_some_and(|d| point > d) {
+                    let alike_pending = previous_alike[index].is_some_and(|p| !bits.get(slots[p]));
+                    if alike_pending || deadline.is_some_and(|d| point > d) {
                         None
                     } else {
                         model
@@ -350,42 +397,61 @@ pub(crate) fn search<M: Model>(
                     }
                 }
             };
-            // The most urgent other operation, when it could never be accepted after this.
+            // The most urgent other operation with a result, when it could never be accepted
+            // after this. (Any unlinearized operation would do, since each must still be
+            // linearized; the most urgent one is the likeliest to be doomed. Failed ones have
+            // no result to judge.)
             let doomed = next_state.as_ref().and_then(|next| {
-                let r = list.first_return_after(e, index as u32)?;
+                let with_result =
+                    |i: usize| matches!(ops.get(i).map(|o| &o.kind), Some(Kind::Ok(_)));
+                let r = list.first_return_after(e, index as u32, with_result)?;
                 let urgent = list.op[r] as usize;
                 let op = ops.get(urgent)?;
                 match op.kind {
                     Kind::Ok(output) if model.never_consistent(next, op.input, output) => {
-                        Some(urgent)
+                        Some((urgent, r))
                     }
                     _ => None,
                 }
             });
             let pruned = doomed.is_some();
-            if let (Some(urgent), Some(next)) = (doomed, &next_state)
-                && best
-                    .as_ref()
-                    .is_none_or(|b| stack.len() + 1 > b.prefix.len())
+            let depth =
+                definite - remaining + usize::from(matches!(slots[index], Slot::Definite(_)));
+            if let (Some((urgent, position)), Some(next)) = (doomed, &next_state)
+                && best.as_ref().is_none_or(|b| (position, depth) > b.rank)
             {
                 // As deep as linearizing this one and then reaching the urgent one's return.
                 let mut prefix: Vec<usize> =
                     stack.iter().map(|f| list.op[f.call] as usize).collect();
                 prefix.push(index);
                 best = Some(Best {
+                    rank: (position, depth),
                     prefix,
                     blocking: urgent,
                     state: next.clone(),
                 });
             }
+            // A definite operation that is consistent now and leaves the state unchanged (a
+            // read, a failed compare-and-set) is linearized now without trying the others
+            // first: any linearization from here can be rewritten to place it now (every
+            // operation not yet linearized completed after it was invoked, or its return
+            // entry would come first), with the same states. So if that fails, this
+            // configuration fails.
+            let forced = !matches!(op.kind, Kind::Unknown { .. })
+                && next_state.as_ref().is_some_and(|next| *next == state);
+            let mut dead_end = forced && pruned;
             if let (Some(next), false) = (next_state, pruned) {
                 bits.flip(slots[index]);
                 if memo.insert(bits.key(next.clone())) {
                     budget.memo_entries += 1;
+                    if budget.memo_entries > budget.max_memo_entries {
+                        return Outcome::OutOfBudget(Exhausted::Memory);
+                    }
                     stack.push(Frame {
                         call: e,
                         prev_state: std::mem::replace(&mut state, next),
                         prev_lin_time: lin_time,
+                        forced,
                     });
                     lin_time = lin_time.max(op.call);
                     if let Slot::Definite(_) = slots[index] {
@@ -396,18 +462,28 @@ pub(crate) fn search<M: Model>(
                     continue;
                 }
                 bits.flip(slots[index]);
+                dead_end = forced;
             }
-            e = list.next[e] as usize;
+            if !dead_end {
+                e = list.next[e] as usize;
+                continue;
+            }
         } else {
             // A return entry (or the end, which cannot come first while definite operations
             // remain, since each has a return entry): undo the last choice.
-            if e != tail && best.as_ref().is_none_or(|b| stack.len() > b.prefix.len()) {
+            // A real dead end replaces a pruned one of the same rank: it is the better witness.
+            let depth = definite - remaining;
+            if e != tail && best.as_ref().is_none_or(|b| (e, depth) >= b.rank) {
                 best = Some(Best {
+                    rank: (e, depth),
                     prefix: stack.iter().map(|f| list.op[f.call] as usize).collect(),
                     blocking: list.op[e] as usize,
                     state: state.clone(),
                 });
             }
+        }
+        // Undo the last choice, and the forced steps after it.
+        loop {
             let Some(frame) = stack.pop() else {
                 return match best {
                     Some(best) => Outcome::Violation(best),
@@ -424,7 +500,10 @@ pub(crate) fn search<M: Model>(
                 remaining += 1;
             }
             list.unlift(frame.call);
-            e = list.next[frame.call] as usize;
+            if !frame.forced {
+                e = list.next[frame.call] as usize;
+                break;
+            }
         }
     }
 }

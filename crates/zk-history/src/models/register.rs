@@ -1,10 +1,13 @@
 //! A ZooKeeper node's data as a versioned register.
 
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::Outcome;
 use crate::model::Model;
 
 /// A node's data version (`Stat.version`).
@@ -64,10 +67,18 @@ pub struct RegisterState<V> {
 /// definite failures of a `Cas` as `Unknown` (always sound), or turn this off with
 /// [`cas_failures_uninformative`](Self::cas_failures_uninformative). A failed `Read` or
 /// `Write` tells nothing and is ignored.
+///
+/// For the search, values that no successful read returns are all mapped to one of them
+/// ([`Model::specialize`]): reads cannot tell them apart, and writes of unknown outcome
+/// with such values become interchangeable, which keeps the search small when many writes
+/// have unknown outcomes.
 #[derive(Debug, Clone)]
 pub struct Register<V = i64> {
     initial: RegisterState<V>,
     cas_fail_is_bad_version: bool,
+    /// Set by [`Model::specialize`]: the values reads returned, and the representative of
+    /// all the others.
+    unobserved: Option<Arc<(HashSet<V>, V)>>,
 }
 
 impl<V> Register<V> {
@@ -79,6 +90,7 @@ impl<V> Register<V> {
                 version: 0,
             },
             cas_fail_is_bad_version: true,
+            unobserved: None,
         }
     }
 
@@ -95,13 +107,27 @@ impl<V> Register<V> {
     }
 }
 
+impl<V: Clone + Eq + Hash> Register<V> {
+    /// The value as the search keeps it: itself when a read returned it, else the
+    /// representative of the values no read returned.
+    fn canon(&self, value: &V) -> V {
+        match &self.unobserved {
+            Some(canon) if !canon.0.contains(value) => canon.1.clone(),
+            _ => value.clone(),
+        }
+    }
+}
+
 impl<V: Clone + Debug + Eq + Hash> Model for Register<V> {
     type Input = RegisterOp<V>;
     type Output = RegisterRet<V>;
     type State = RegisterState<V>;
 
     fn init(&self) -> Self::State {
-        self.initial.clone()
+        RegisterState {
+            value: self.canon(&self.initial.value),
+            version: self.initial.version,
+        }
     }
 
     fn step(
@@ -116,7 +142,7 @@ impl<V: Clone + Debug + Eq + Hash> Model for Register<V> {
             }
             (RegisterOp::Write(value), RegisterRet::Written { version }) => {
                 (state.version.checked_add(1) == Some(*version)).then(|| RegisterState {
-                    value: value.clone(),
+                    value: self.canon(value),
                     version: *version,
                 })
             }
@@ -129,7 +155,7 @@ impl<V: Clone + Debug + Eq + Hash> Model for Register<V> {
             ) => (state.version == *expected_version
                 && state.version.checked_add(1) == Some(*version))
             .then(|| RegisterState {
-                value: value.clone(),
+                value: self.canon(value),
                 version: *version,
             }),
             _ => None,
@@ -140,7 +166,7 @@ impl<V: Clone + Debug + Eq + Hash> Model for Register<V> {
         match input {
             RegisterOp::Read => Some(state.clone()),
             RegisterOp::Write(value) => Some(RegisterState {
-                value: value.clone(),
+                value: self.canon(value),
                 version: state.version.checked_add(1)?,
             }),
             RegisterOp::Cas {
@@ -149,7 +175,7 @@ impl<V: Clone + Debug + Eq + Hash> Model for Register<V> {
             } => (state.version == *expected_version)
                 .then(|| {
                     Some(RegisterState {
-                        value: value.clone(),
+                        value: self.canon(value),
                         version: state.version.checked_add(1)?,
                     })
                 })
@@ -191,6 +217,41 @@ impl<V: Clone + Debug + Eq + Hash> Model for Register<V> {
                 RegisterRet::Written { version },
             ) => state.version > *expected_version || state.version >= *version,
             _ => false,
+        }
+    }
+
+    fn specialize(&self, ops: &[(&Self::Input, &Outcome<Self::Output>)]) -> Option<Self> {
+        let observed: HashSet<V> = ops
+            .iter()
+            .filter_map(|(_, outcome)| match outcome {
+                Outcome::Ok(RegisterRet::Read { value, .. }) => Some(value.clone()),
+                _ => None,
+            })
+            .collect();
+        let written = ops.iter().filter_map(|(input, _)| match input {
+            RegisterOp::Write(value) | RegisterOp::Cas { value, .. } => Some(value),
+            RegisterOp::Read => None,
+        });
+        let representative = std::iter::once(&self.initial.value)
+            .chain(written)
+            .find(|value| !observed.contains(*value))?
+            .clone();
+        let mut tuned = self.clone();
+        tuned.unobserved = Some(Arc::new((observed, representative)));
+        Some(tuned)
+    }
+
+    fn unknown_class(&self, input: &Self::Input) -> Self::Input {
+        match input {
+            RegisterOp::Read => RegisterOp::Read,
+            RegisterOp::Write(value) => RegisterOp::Write(self.canon(value)),
+            RegisterOp::Cas {
+                expected_version,
+                value,
+            } => RegisterOp::Cas {
+                expected_version: *expected_version,
+                value: self.canon(value),
+            },
         }
     }
 
