@@ -353,6 +353,33 @@ fn the_unknown_horizon_bounds_late_effects() {
 }
 
 #[test]
+fn the_unknown_horizon_does_not_let_no_ops_jump_ahead() {
+    // The write of 5 must take effect by 110 ms; the compare-and-set that failed (invoked at
+    // 200 ms, so after that) saw version 1 or 2, not 0; the read sees 5 at version 1. Only
+    // "write, failed cas, read" explains it, and it respects the horizon.
+    let h = Builder::<Reg, Ret>::new()
+        .op(1, 0, Some(10), RegisterOp::Write(5), Outcome::Unknown)
+        .op(
+            2,
+            200,
+            Some(210),
+            RegisterOp::Cas {
+                expected_version: 0,
+                value: 9,
+            },
+            Outcome::Fail,
+        )
+        .op(3, 300, Some(310), RegisterOp::Read, read(5, 1))
+        .build();
+    let bounded = CheckOptions {
+        unknown_horizon: Some(Duration::from_millis(100)),
+        ..CheckOptions::default()
+    };
+    let result = check(&register(), &h, &bounded).unwrap();
+    assert!(result.is_linearizable(), "{result}");
+}
+
+#[test]
 fn a_result_of_the_wrong_kind_is_an_error_not_a_verdict() {
     let h = Builder::<Reg, Ret>::new()
         .op(1, 0, Some(10), RegisterOp::Read, written(1))

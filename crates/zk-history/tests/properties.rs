@@ -6,7 +6,7 @@ mod support;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use support::{OpSpec, SimOptions, simulate_counter, simulate_register, unkeyed};
+use support::{OpSpec, SimOptions, random_specs, simulate_counter, simulate_register, unkeyed};
 use zk_history::models::{Counter, CounterOp, Register, RegisterRet};
 use zk_history::{CheckOptions, Keyed, Model, Outcome, Verdict, check};
 
@@ -164,5 +164,38 @@ proptest! {
         let text = history.to_json_lines().expect("serializes");
         let back = zk_history::History::from_json_lines(&text).expect("parses");
         prop_assert_eq!(back, history);
+    }
+}
+
+/// A history of the size the partition suite records: prints what checking it costs (run
+/// with `--nocapture`; `cargo run --release --example checker_perf` for more figures).
+#[test]
+fn a_generated_history_of_thousands_of_operations_is_checked_quickly() {
+    for (ops, unknown_percent) in [(3000, 2), (3000, 5)] {
+        let specs = random_specs(42, ops, 10);
+        let sim = SimOptions {
+            sequential: false,
+            unknown_percent,
+            keys: 1,
+        };
+        let history = unkeyed(&simulate_register(&specs, sim));
+        let unknown = history
+            .ops
+            .iter()
+            .filter(|o| !o.outcome.is_definite())
+            .count();
+        let result =
+            check(&Register::new(0), &history, &CheckOptions::default()).expect("well-formed");
+        println!("register: {ops} ops, 10 processes, {unknown} unknown outcomes: {result}");
+        assert!(result.is_linearizable(), "{result}");
+        let counter = simulate_counter(&specs, sim);
+        let result = check(
+            &Counter::new(0).increment_only(),
+            &counter,
+            &CheckOptions::default(),
+        )
+        .expect("well-formed");
+        println!("counter (increment-only): {ops} ops, 10 processes: {result}");
+        assert!(result.is_linearizable(), "{result}");
     }
 }

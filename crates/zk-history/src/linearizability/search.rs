@@ -436,7 +436,10 @@ pub(crate) fn search<M: Model>(
             // first: any linearization from here can be rewritten to place it now (every
             // operation not yet linearized completed after it was invoked, or its return
             // entry would come first), with the same states. So if that fails, this
-            // configuration fails.
+            // configuration fails. Deadlines of unknown operations are no exception: the
+            // scan reaches this entry only after every earlier call failed here, so any
+            // linearization from here starts with an operation invoked no earlier than
+            // this one, which moves `lin_time` at least as far.
             let forced = !matches!(op.kind, Kind::Unknown { .. })
                 && next_state.as_ref().is_some_and(|next| *next == state);
             let mut dead_end = forced && pruned;
