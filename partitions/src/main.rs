@@ -62,8 +62,8 @@ impl WorkloadKind {
     fn make(self) -> Box<dyn Workload> {
         match self {
             WorkloadKind::Session => Box::<workload::session::SessionWorkload>::default(),
-            WorkloadKind::Lock => Box::<workload::lock::LockWorkload>::default(),
-            WorkloadKind::Latch => Box::<workload::latch::LatchWorkload>::default(),
+            WorkloadKind::Lock => workload::lock::workload(),
+            WorkloadKind::Latch => workload::latch::workload(),
             WorkloadKind::Register => Box::<workload::register::RegisterWorkload>::default(),
             WorkloadKind::Counter => Box::<workload::counter::CounterWorkload>::default(),
             WorkloadKind::Cache => Box::<workload::cache::CacheWorkload>::default(),

@@ -42,6 +42,27 @@ pub fn debian_classpath(required: &[&str], optional: &[&str]) -> Option<String> 
     Some(entries.join(":"))
 }
 
+/// The classpath of Apache Curator's recipes and the ZooKeeper client from Debian's packages
+/// (`scripts/install-curator.sh`), for the Curator programs of the interop tests and the
+/// partition suite; `None` when Curator is not installed. `CURATOR_CLASSPATH` overrides it.
+pub fn curator_classpath() -> Option<String> {
+    if let Ok(classpath) = std::env::var("CURATOR_CLASSPATH") {
+        return Some(classpath);
+    }
+    debian_classpath(
+        &["curator-recipes.jar"],
+        &[
+            "curator-framework.jar",
+            "curator-client.jar",
+            "zookeeper.jar",
+            "zookeeper-jute.jar",
+            "guava.jar",
+            "slf4j-api.jar",
+            "slf4j-nop.jar",
+        ],
+    )
+}
+
 /// `java -cp <classpath> <source>` (single-file source launch), with the `java` that
 /// [`ZkInstall::detect`] finds; the caller adds the program's arguments.
 ///

@@ -13,26 +13,23 @@
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use zk_history::Recorder;
 use zk_history::models::{Counter, CounterOp};
-use zk_history::{Clock, Recorder};
 use zk_proto::Client;
 use zk_recipes::counter::{AtomicLong, RetryPolicy};
 
-use super::{Finished, Workload, linear};
+use super::linear::LinearRun;
+use super::{Finished, Workload};
 use crate::world::World;
 
 const PATH: &str = "/partitions-counter";
-/// Clients per side.
-const WORKERS: u64 = 2;
 /// Bounds each operation: past it the outcome is unknown.
 const OP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The counter workload.
 #[derive(Default)]
 pub struct CounterWorkload {
-    recorder: Option<Recorder<CounterOp, i64>>,
-    tasks: Vec<(usize, JoinHandle<Result<(), String>>)>,
+    run: Option<LinearRun<CounterOp, i64>>,
 }
 
 impl Workload for CounterWorkload {
@@ -41,7 +38,6 @@ impl Workload for CounterWorkload {
     }
 
     fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
-        let recorder = Recorder::with_clock(Clock::starting_at(world.start));
         let setup = world.b().connect(&world.bed)?;
         world.b().runtime.block_on(async {
             AtomicLong::new(&setup, PATH, RetryPolicy::never())
@@ -50,39 +46,16 @@ impl Workload for CounterWorkload {
                 .map_err(|e| format!("initializing {PATH}: {e}"))
         })?;
         drop(setup);
-        for (side_index, side) in world.sides.iter().enumerate() {
-            for k in 0..WORKERS {
-                let process = side_index as u64 * 10 + k;
-                let client = side.connect(&world.bed)?;
-                let task =
-                    side.runtime
-                        .spawn(worker(client, process, recorder.clone(), stop.clone()));
-                self.tasks.push((side_index, task));
-            }
-        }
-        self.recorder = Some(recorder);
+        self.run = Some(LinearRun::start(world, &stop, worker)?);
         Ok(())
     }
 
     fn finish(self: Box<Self>, world: &World, _fault_at: Duration) -> Result<Finished, String> {
-        for (side, task) in self.tasks {
-            world.sides[side]
-                .runtime
-                .block_on(task)
-                .map_err(|e| format!("a counter worker: {e}"))??;
-        }
-        let history = self.recorder.ok_or("not started")?.take();
-        let mut finished = Finished {
-            operations: history.ops.len() as u64,
-            ..Finished::default()
-        };
-        finished.details = linear::judge(
-            &Counter::new(0).increment_only(),
-            &history.ops,
-            |op| matches!(op, CounterOp::Add(_)),
-            &mut finished,
-        )?;
-        Ok(finished)
+        self.run
+            .ok_or("not started")?
+            .finish(world, &Counter::new(0).increment_only(), |op| {
+                matches!(op, CounterOp::Add(_))
+            })
     }
 }
 

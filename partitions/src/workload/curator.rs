@@ -50,26 +50,6 @@ impl CuratorWorkload {
     }
 }
 
-/// The classpath of Curator and the ZooKeeper client, from Debian's packages; `None` when
-/// Curator is not installed. `CURATOR_CLASSPATH` overrides it.
-fn curator_classpath() -> Option<String> {
-    if let Ok(classpath) = std::env::var("CURATOR_CLASSPATH") {
-        return Some(classpath);
-    }
-    zk_testkit::java::debian_classpath(
-        &["curator-recipes.jar"],
-        &[
-            "curator-framework.jar",
-            "curator-client.jar",
-            "zookeeper.jar",
-            "zookeeper-jute.jar",
-            "guava.jar",
-            "slf4j-api.jar",
-            "slf4j-nop.jar",
-        ],
-    )
-}
-
 fn program() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("curator/CuratorFencedWorker.java")
 }
@@ -83,7 +63,7 @@ impl Workload for CuratorWorkload {
     }
 
     fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
-        let Some(classpath) = curator_classpath() else {
+        let Some(classpath) = zk_testkit::java::curator_classpath() else {
             self.skipped =
                 Some("Apache Curator is not installed (scripts/install-curator.sh)".into());
             return Ok(());

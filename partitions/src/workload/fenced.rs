@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use zk_history::{Clock, FaultEvent, FencedStore, HeldHandle, Recorder, check_fenced_history};
 use zk_proto::Client;
 
-use super::{Finished, Window};
+use super::{Finished, Window, Workload};
 use crate::world::World;
 
 /// Clients per side.
@@ -148,7 +148,11 @@ impl Fenced {
 impl FencedRun {
     /// Starts [`WORKERS`] workers on each side: `work` gets a connected client, the worker and
     /// the stop signal, and returns the number of holds.
-    pub fn start<W, F>(world: &World, stop: &watch::Receiver<bool>, work: W) -> Result<Self, String>
+    pub fn start<W, F>(
+        world: &World,
+        stop: &watch::Receiver<bool>,
+        work: &W,
+    ) -> Result<Self, String>
     where
         W: Fn(Client, Worker, watch::Receiver<bool>) -> F,
         F: Future<Output = Result<u64, String>> + Send + 'static,
@@ -237,5 +241,47 @@ impl FencedRun {
             "refused_writes": refused,
         });
         Ok(finished)
+    }
+}
+
+/// A fenced workload whose workers are `work` (an `async fn(Client, Worker, stop) -> holds`):
+/// the lock's and the latch's.
+pub struct FencedWorkload<W> {
+    name: &'static str,
+    work: W,
+    run: Option<FencedRun>,
+}
+
+impl<W> FencedWorkload<W> {
+    /// The workload `name`, whose workers run `work`.
+    pub fn new(name: &'static str, work: W) -> Self {
+        FencedWorkload {
+            name,
+            work,
+            run: None,
+        }
+    }
+}
+
+impl<W, F> Workload for FencedWorkload<W>
+where
+    W: Fn(Client, Worker, watch::Receiver<bool>) -> F,
+    F: Future<Output = Result<u64, String>> + Send + 'static,
+{
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
+        self.run = Some(FencedRun::start(world, &stop, &self.work)?);
+        Ok(())
+    }
+
+    fn ready_for_fault(&self) -> bool {
+        self.run.as_ref().is_none_or(FencedRun::side_a_holds)
+    }
+
+    fn finish(self: Box<Self>, world: &World, fault_at: Duration) -> Result<Finished, String> {
+        self.run.ok_or("not started")?.finish(world, fault_at)
     }
 }

@@ -9,35 +9,14 @@ use tokio::sync::watch;
 use zk_proto::Client;
 use zk_recipes::election::LeaderLatch;
 
-use super::fenced::{FencedRun, WORK, Worker};
-use super::{Finished, Workload};
-use crate::world::World;
+use super::Workload;
+use super::fenced::{FencedWorkload, WORK, Worker};
 
 const PATH: &str = "/partitions-latch";
 
 /// The leader-latch workload.
-#[derive(Default)]
-pub struct LatchWorkload {
-    run: Option<FencedRun>,
-}
-
-impl Workload for LatchWorkload {
-    fn name(&self) -> &'static str {
-        "latch"
-    }
-
-    fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
-        self.run = Some(FencedRun::start(world, &stop, worker)?);
-        Ok(())
-    }
-
-    fn ready_for_fault(&self) -> bool {
-        self.run.as_ref().is_none_or(FencedRun::side_a_holds)
-    }
-
-    fn finish(self: Box<Self>, world: &World, fault_at: Duration) -> Result<Finished, String> {
-        self.run.ok_or("not started")?.finish(world, fault_at)
-    }
+pub fn workload() -> Box<dyn Workload> {
+    Box::new(FencedWorkload::new("latch", worker))
 }
 
 /// One client's loop: stand, lead for a term, leave; until `stop`. Returns the terms led.

@@ -15,12 +15,75 @@
 //! completed. The check gives each unknown call that deadline (the end of the history when no
 //! definite call follows).
 
+use std::future::Future;
 use std::time::Duration;
 
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use zk_history::linearizability::{CheckOptions, CheckResult, Verdict, check_operations};
-use zk_history::{Model, Operation};
+use zk_history::{Clock, Model, Operation, Recorder};
+use zk_proto::Client;
 
 use super::Finished;
+use crate::world::World;
+
+/// Clients per side.
+pub const WORKERS: u64 = 2;
+
+/// A running linearizability workload: its recorder and its workers' tasks.
+pub struct LinearRun<I, O> {
+    recorder: Recorder<I, O>,
+    tasks: Vec<(usize, JoinHandle<Result<(), String>>)>,
+}
+
+impl<I: Clone, O: Clone> LinearRun<I, O> {
+    /// Starts [`WORKERS`] workers on each side: `work` gets a connected client, its process id
+    /// (`10 × side + k`), the recorder and the stop signal.
+    pub fn start<W, F>(world: &World, stop: &watch::Receiver<bool>, work: W) -> Result<Self, String>
+    where
+        W: Fn(Client, u64, Recorder<I, O>, watch::Receiver<bool>) -> F,
+        F: Future<Output = Result<(), String>> + Send + 'static,
+    {
+        let recorder = Recorder::with_clock(Clock::starting_at(world.start));
+        let mut tasks = Vec::new();
+        for (side_index, side) in world.sides.iter().enumerate() {
+            for k in 0..WORKERS {
+                let client = side.connect(&world.bed)?;
+                let process = side_index as u64 * 10 + k;
+                let task =
+                    side.runtime
+                        .spawn(work(client, process, recorder.clone(), stop.clone()));
+                tasks.push((side_index, task));
+            }
+        }
+        Ok(LinearRun { recorder, tasks })
+    }
+
+    /// Waits for the workers and judges the history against `model` (see [`judge`]).
+    pub fn finish<M>(
+        self,
+        world: &World,
+        model: &M,
+        is_write: impl Fn(&I) -> bool,
+    ) -> Result<Finished, String>
+    where
+        M: Model<Input = I, Output = O>,
+    {
+        for (side, task) in self.tasks {
+            world.sides[side]
+                .runtime
+                .block_on(task)
+                .map_err(|e| format!("a worker: {e}"))??;
+        }
+        let history = self.recorder.take();
+        let mut finished = Finished {
+            operations: history.ops.len() as u64,
+            ..Finished::default()
+        };
+        finished.details = judge(model, &history.ops, is_write, &mut finished)?;
+        Ok(finished)
+    }
+}
 
 /// Sets each unknown operation's completion to the completion of the same process's next
 /// operation with a definite outcome (or the history's end), as [the module](self) explains;

@@ -15,17 +15,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use zk_history::models::{Register, RegisterOp, RegisterRet};
-use zk_history::{Clock, OpHandle, Recorder};
+use zk_history::{OpHandle, Recorder};
 use zk_proto::{Client, CreateOptions, Error};
 
-use super::{Finished, Workload, linear};
+use super::linear::LinearRun;
+use super::{Finished, Workload};
 use crate::world::World;
 
 const NODE: &str = "/partitions-register";
-/// Clients per side.
-const WORKERS: u64 = 2;
 /// Bounds each operation: past it the outcome is unknown.
 const OP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -35,8 +33,7 @@ type Rets = RegisterRet<i64>;
 /// The register workload.
 #[derive(Default)]
 pub struct RegisterWorkload {
-    recorder: Option<Recorder<Ops, Rets>>,
-    tasks: Vec<(usize, JoinHandle<Result<(), String>>)>,
+    run: Option<LinearRun<Ops, Rets>>,
 }
 
 impl Workload for RegisterWorkload {
@@ -45,7 +42,6 @@ impl Workload for RegisterWorkload {
     }
 
     fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
-        let recorder = Recorder::with_clock(Clock::starting_at(world.start));
         let setup = world.b().connect(&world.bed)?;
         world.b().runtime.block_on(async {
             match setup.create(NODE, "0", &CreateOptions::persistent()).await {
@@ -55,43 +51,22 @@ impl Workload for RegisterWorkload {
         })?;
         drop(setup);
         let values = Arc::new(AtomicU64::new(1));
-        for (side_index, side) in world.sides.iter().enumerate() {
-            for k in 0..WORKERS {
-                let process = side_index as u64 * 10 + k;
-                let client = side.connect(&world.bed)?;
-                let task = side.runtime.spawn(worker(
-                    client,
-                    process,
-                    recorder.clone(),
-                    values.clone(),
-                    stop.clone(),
-                ));
-                self.tasks.push((side_index, task));
-            }
-        }
-        self.recorder = Some(recorder);
+        self.run = Some(LinearRun::start(
+            world,
+            &stop,
+            move |client, process, recorder, stop| {
+                worker(client, process, recorder, values.clone(), stop)
+            },
+        )?);
         Ok(())
     }
 
     fn finish(self: Box<Self>, world: &World, _fault_at: Duration) -> Result<Finished, String> {
-        for (side, task) in self.tasks {
-            world.sides[side]
-                .runtime
-                .block_on(task)
-                .map_err(|e| format!("a register worker: {e}"))??;
-        }
-        let history = self.recorder.ok_or("not started")?.take();
-        let mut finished = Finished {
-            operations: history.ops.len() as u64,
-            ..Finished::default()
-        };
-        finished.details = linear::judge(
-            &Register::new(0_i64),
-            &history.ops,
-            |op| !matches!(op, RegisterOp::Read),
-            &mut finished,
-        )?;
-        Ok(finished)
+        self.run
+            .ok_or("not started")?
+            .finish(world, &Register::new(0_i64), |op| {
+                !matches!(op, RegisterOp::Read)
+            })
     }
 }
 

@@ -10,21 +10,7 @@ use std::path::{Path, PathBuf};
 /// The classpath of the Curator programs, or `None` when Curator is not installed
 /// (`scripts/install-curator.sh`). `CURATOR_CLASSPATH` overrides it.
 pub fn curator_classpath() -> Option<String> {
-    if let Ok(cp) = std::env::var("CURATOR_CLASSPATH") {
-        return Some(cp);
-    }
-    zk_testkit::java::debian_classpath(
-        &["curator-recipes.jar"],
-        &[
-            "curator-framework.jar",
-            "curator-client.jar",
-            "zookeeper.jar",
-            "zookeeper-jute.jar",
-            "guava.jar",
-            "slf4j-api.jar",
-            "slf4j-nop.jar",
-        ],
-    )
+    zk_testkit::java::curator_classpath()
 }
 
 /// The source of the program `name` (`tests/curator/<name>.java`).
