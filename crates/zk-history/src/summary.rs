@@ -284,6 +284,97 @@ mod tests {
     }
 
     #[test]
+    fn checks_and_fence_reports_add_up() {
+        use crate::fence::{FenceViolation, UnsafeWindow};
+        use crate::history::FencedWrite;
+        use crate::linearizability::{CheckStats, OpSummary, Violation};
+
+        let stats = CheckStats {
+            operations: 10,
+            ..CheckStats::default()
+        };
+        let op = OpSummary {
+            id: 3,
+            process: 1,
+            invoke: Duration::ZERO,
+            complete: Some(Duration::from_millis(1)),
+            op: "Read".into(),
+            outcome: "ok 1".into(),
+            linearized: false,
+        };
+        let violation = Violation {
+            partition: None,
+            op,
+            state: "0".into(),
+            prefix_len: 0,
+            prefix_tail: Vec::new(),
+            concurrent: Vec::new(),
+            concurrent_omitted: 0,
+        };
+        let mut s = Summary::new("register/partition");
+        s.add_run();
+        s.add_check(&CheckResult {
+            verdict: Verdict::Linearizable,
+            stats: stats.clone(),
+        });
+        s.add_check(&CheckResult {
+            verdict: Verdict::NotLinearizable {
+                violation: Box::new(violation),
+            },
+            stats: stats.clone(),
+        });
+        s.add_check(&CheckResult {
+            verdict: Verdict::Unknown {
+                reason: "budget".into(),
+            },
+            stats,
+        });
+        let write = FencedWrite {
+            seq: 1,
+            at: Duration::ZERO,
+            process: 2,
+            token: 5,
+            accepted: true,
+        };
+        let window = UnsafeWindow {
+            first: 1,
+            first_token: None,
+            second: 2,
+            second_token: None,
+            from: Duration::from_millis(10),
+            to: Duration::from_millis(35),
+            active_fault: None,
+            faults_during: Vec::new(),
+        };
+        s.add_fence(&FenceReport {
+            writes: 2,
+            accepted: 2,
+            violations: vec![FenceViolation::SharedToken {
+                token: 5,
+                first: write.clone(),
+                second: write,
+            }],
+            unsafe_windows: vec![window.clone(), window],
+        });
+        assert_eq!(
+            (s.runs, s.operations, s.violations, s.inconclusive),
+            (1, 30, 2, 1)
+        );
+        assert!(s.violation_details[0].contains("operation #3"));
+        assert!(s.violation_details[1].contains("two holders with token 5"));
+        assert_eq!(s.unsafe_windows.count, 2);
+        assert_eq!(s.unsafe_windows.max, Duration::from_millis(25));
+        assert_eq!(s.unsafe_windows.total, Duration::from_millis(50));
+        let mut twice = s.clone();
+        twice.merge(&s);
+        assert_eq!(
+            (twice.runs, twice.violations, twice.unsafe_windows.count),
+            (2, 4, 4)
+        );
+        assert!(s.table_row().contains("2 (+1?)"));
+    }
+
+    #[test]
     fn table_rows_line_up() {
         let mut s = Summary::new("a-very-long-scenario-name-that-does-not-fit-the-column");
         s.runs = 3;
