@@ -35,6 +35,8 @@ enum WorkloadKind {
     Lock,
     /// The leader latch with fencing tokens and a fenced store.
     Latch,
+    /// The "master node" election with fencing tokens and a fenced store.
+    Master,
     /// A compare-and-set register, checked for linearizability.
     Register,
     /// The atomic counter, checked for linearizability.
@@ -48,10 +50,11 @@ enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    const ALL: [WorkloadKind; 8] = [
+    const ALL: [WorkloadKind; 9] = [
         WorkloadKind::Session,
         WorkloadKind::Lock,
         WorkloadKind::Latch,
+        WorkloadKind::Master,
         WorkloadKind::Register,
         WorkloadKind::Counter,
         WorkloadKind::Cache,
@@ -64,6 +67,7 @@ impl WorkloadKind {
             WorkloadKind::Session => Box::<workload::session::SessionWorkload>::default(),
             WorkloadKind::Lock => workload::lock::workload(),
             WorkloadKind::Latch => workload::latch::workload(),
+            WorkloadKind::Master => workload::master::workload(),
             WorkloadKind::Register => Box::<workload::register::RegisterWorkload>::default(),
             WorkloadKind::Counter => Box::<workload::counter::CounterWorkload>::default(),
             WorkloadKind::Cache => Box::<workload::cache::CacheWorkload>::default(),

@@ -8,6 +8,7 @@ pub mod fenced;
 pub mod latch;
 pub mod linear;
 pub mod lock;
+pub mod master;
 pub mod register;
 pub mod session;
 
