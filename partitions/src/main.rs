@@ -47,10 +47,12 @@ enum WorkloadKind {
     CuratorLock,
     /// Curator's `LeaderLatch` beside our latch (measured, not judged as ours).
     CuratorLatch,
+    /// Our lock in worker processes of their own (a client pause is then a SIGSTOP).
+    LockProcess,
 }
 
 impl WorkloadKind {
-    const ALL: [WorkloadKind; 9] = [
+    const ALL: [WorkloadKind; 10] = [
         WorkloadKind::Session,
         WorkloadKind::Lock,
         WorkloadKind::Latch,
@@ -60,6 +62,7 @@ impl WorkloadKind {
         WorkloadKind::Cache,
         WorkloadKind::CuratorLock,
         WorkloadKind::CuratorLatch,
+        WorkloadKind::LockProcess,
     ];
 
     fn make(self) -> Box<dyn Workload> {
@@ -73,6 +76,9 @@ impl WorkloadKind {
             WorkloadKind::Cache => Box::<workload::cache::CacheWorkload>::default(),
             WorkloadKind::CuratorLock => Box::new(CuratorWorkload::new(CuratorRecipe::Mutex)),
             WorkloadKind::CuratorLatch => Box::new(CuratorWorkload::new(CuratorRecipe::Latch)),
+            WorkloadKind::LockProcess => {
+                Box::new(CuratorWorkload::new(CuratorRecipe::OurLockProcess))
+            }
         }
     }
 }
@@ -97,6 +103,22 @@ struct Args {
     /// Append the JSON lines to this file (default: standard output, before the table).
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Worker mode (the suite starts it itself): run our lock's worker loop in this process and
+    /// report on standard output (`lock-process` workload).
+    #[arg(long, hide = true, requires = "connect")]
+    worker: Option<String>,
+    /// Worker mode: the connect string.
+    #[arg(long, hide = true)]
+    connect: Option<String>,
+    /// Worker mode: how many clients (slots).
+    #[arg(long, hide = true, default_value_t = 2)]
+    slots: usize,
+    /// Worker mode: the side (0: A, 1: B), for the writes per hold.
+    #[arg(long, hide = true, default_value_t = 0)]
+    side: usize,
+    /// Worker mode: the session timeout in milliseconds.
+    #[arg(long, hide = true, default_value_t = 4000)]
+    session_ms: u64,
 }
 
 /// One workload's result in one run.
@@ -111,6 +133,23 @@ struct RunResult {
 
 fn main() {
     let args = Args::parse();
+    if let (Some(worker), Some(connect)) = (&args.worker, &args.connect) {
+        let outcome = match worker.as_str() {
+            "lock" => workload::process::run_lock_worker(
+                connect,
+                args.slots,
+                args.side,
+                Duration::from_millis(args.session_ms),
+            ),
+            other => Err(format!("no worker {other}")),
+        };
+        if let Err(error) = outcome {
+            // The suite relays standard output; this line ends the relay with the reason.
+            println!("0 X {error}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
     let scenarios = if args.scenarios.is_empty() {
         Scenario::ALL.to_vec()

@@ -122,11 +122,13 @@ impl Scenario {
                 "Curator's recipes, run beside ours: measured, not our promise (Curator has no \
                  quorum check, and a frozen process is frozen in any library)",
             ),
-            (Scenario::ClientPause, "session" | "lock" | "latch" | "master") => Some(
-                "a frozen process cannot learn anything while frozen: the ensemble expires its \
+            (Scenario::ClientPause, "session" | "lock" | "latch" | "master" | "lock-process") => {
+                Some(
+                    "a frozen process cannot learn anything while frozen: the ensemble expires its \
                  session and grants the lock to another; only the fencing token protects the \
                  resource (its late writes are refused)",
-            ),
+                )
+            }
             _ => None,
         }
     }

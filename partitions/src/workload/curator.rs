@@ -22,13 +22,16 @@ use super::fenced::{Fenced, FencedRun, Term, WORKERS, Worker};
 use super::{Finished, Workload};
 use crate::world::{SESSION, World};
 
-/// Which Curator recipe.
+/// Which recipe, in which program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CuratorRecipe {
-    /// `InterProcessMutex`.
+    /// Curator's `InterProcessMutex`.
     Mutex,
-    /// `LeaderLatch`.
+    /// Curator's `LeaderLatch`.
     Latch,
+    /// Our lock, in a worker process of its own (`partitions --worker lock`, see
+    /// [`super::process`]): the same relay, so that a client pause is a real SIGSTOP.
+    OurLockProcess,
 }
 
 /// A Curator workload.
@@ -50,7 +53,15 @@ impl CuratorWorkload {
     }
 }
 
-fn program() -> PathBuf {
+/// The program a workload runs.
+enum Program {
+    /// Curator's worker, by Java's single-file source launch.
+    Curator { java: PathBuf, classpath: String },
+    /// The suite's own binary in worker mode.
+    Ours(PathBuf),
+}
+
+fn curator_program() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("curator/CuratorFencedWorker.java")
 }
 
@@ -59,38 +70,83 @@ impl Workload for CuratorWorkload {
         match self.recipe {
             CuratorRecipe::Mutex => "curator-lock",
             CuratorRecipe::Latch => "curator-latch",
+            CuratorRecipe::OurLockProcess => "lock-process",
         }
     }
 
     fn start(&mut self, world: &World, stop: watch::Receiver<bool>) -> Result<(), String> {
-        let Some(classpath) = zk_testkit::java::curator_classpath() else {
-            self.skipped =
-                Some("Apache Curator is not installed (scripts/install-curator.sh)".into());
-            return Ok(());
+        let program = match self.recipe {
+            CuratorRecipe::OurLockProcess => Program::Ours(
+                std::env::current_exe().map_err(|e| format!("the suite's own binary: {e}"))?,
+            ),
+            CuratorRecipe::Mutex | CuratorRecipe::Latch => {
+                let Some(classpath) = zk_testkit::java::curator_classpath() else {
+                    self.skipped =
+                        Some("Apache Curator is not installed (scripts/install-curator.sh)".into());
+                    return Ok(());
+                };
+                let java = ZkInstall::detect()
+                    .map_err(|e| format!("java: {e}"))?
+                    .java()
+                    .to_path_buf();
+                Program::Curator { java, classpath }
+            }
         };
-        let java = ZkInstall::detect()
-            .map_err(|e| format!("java: {e}"))?
-            .java()
-            .to_path_buf();
         let (kind, path) = match self.recipe {
             CuratorRecipe::Mutex => ("mutex", "/partitions-curator-lock"),
             CuratorRecipe::Latch => ("latch", "/partitions-curator-latch"),
+            CuratorRecipe::OurLockProcess => ("lock", "/partitions-lock-process"),
         };
+        if let Program::Ours(_) = program {
+            // The worker's chroot: its lock is apart from the in-process lock workload's.
+            let setup = world.b().connect(&world.bed)?;
+            world.b().runtime.block_on(async {
+                match setup
+                    .create(path, "", &zk_proto::CreateOptions::persistent())
+                    .await
+                {
+                    Ok(_) | Err(zk_proto::Error::NodeExists) => Ok(()),
+                    Err(e) => Err(format!("creating {path}: {e}")),
+                }
+            })?;
+        }
         let shared = Fenced::new(world);
         let mut tasks = Vec::new();
         for (side_index, side) in world.sides.iter().enumerate() {
             let workers: Vec<Worker> = (0..WORKERS).map(|k| shared.worker(side_index, k)).collect();
-            let mut command = side.namespace.command(&java);
+            let connect = world.bed.connect_string(&side.servers);
+            let mut command = match &program {
+                Program::Curator { java, classpath } => {
+                    let mut command = side.namespace.command(java);
+                    command
+                        .arg("-cp")
+                        .arg(classpath)
+                        .arg(curator_program())
+                        .arg(&connect)
+                        .arg(kind)
+                        .arg(path)
+                        .arg(WORKERS.to_string())
+                        .arg(workers[0].writes.to_string())
+                        .arg(SESSION.as_millis().to_string());
+                    command
+                }
+                Program::Ours(binary) => {
+                    let mut command = side.namespace.command(binary);
+                    command
+                        .arg("--worker")
+                        .arg(kind)
+                        .arg("--connect")
+                        .arg(format!("{connect}{path}"))
+                        .arg("--slots")
+                        .arg(WORKERS.to_string())
+                        .arg("--side")
+                        .arg(side_index.to_string())
+                        .arg("--session-ms")
+                        .arg(SESSION.as_millis().to_string());
+                    command
+                }
+            };
             command
-                .arg("-cp")
-                .arg(&classpath)
-                .arg(program())
-                .arg(world.bed.connect_string(&side.servers))
-                .arg(kind)
-                .arg(path)
-                .arg(WORKERS.to_string())
-                .arg(workers[0].writes.to_string())
-                .arg(SESSION.as_millis().to_string())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit());

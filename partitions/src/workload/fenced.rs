@@ -61,6 +61,48 @@ pub struct Worker {
     shared: Arc<Fenced>,
 }
 
+/// Where a holder's story goes: the fenced store and the recorder of this process
+/// ([`Worker`]), or the output lines of a worker process that the suite relays
+/// ([`super::process`]).
+pub trait Holder: Send + Sync + 'static {
+    /// One hold.
+    type Term: HeldTerm + Send;
+    /// A hold with `token` begins now.
+    fn begin(&self, token: i64) -> Self::Term;
+    /// How many writes a hold makes.
+    fn writes(&self) -> usize;
+}
+
+/// One hold, while it lasts.
+pub trait HeldTerm {
+    /// A write to the protected resource with the hold's token.
+    fn write(&self);
+    /// The hold ends now: `by_recipe` when the recipe said so.
+    fn end(self, by_recipe: bool);
+}
+
+impl Holder for Worker {
+    type Term = Term;
+
+    fn begin(&self, token: i64) -> Term {
+        Worker::begin(self, token)
+    }
+
+    fn writes(&self) -> usize {
+        self.writes
+    }
+}
+
+impl HeldTerm for Term {
+    fn write(&self) {
+        Term::write(self);
+    }
+
+    fn end(self, by_recipe: bool) {
+        Term::end(self, by_recipe);
+    }
+}
+
 /// One hold, while it lasts.
 pub struct Term {
     worker: Worker,

@@ -8,19 +8,19 @@ use zk_proto::Client;
 use zk_recipes::lock::Lock;
 
 use super::Workload;
-use super::fenced::{FencedWorkload, WORK, Worker};
+use super::fenced::{FencedWorkload, HeldTerm, Holder, WORK, Worker};
 
 const PATH: &str = "/partitions-lock";
 
 /// The lock workload.
 pub fn workload() -> Box<dyn Workload> {
-    Box::new(FencedWorkload::new("lock", worker))
+    Box::new(FencedWorkload::new("lock", worker::<Worker>))
 }
 
 /// One client's loop: acquire, write while held, release; until `stop`. Returns the holds.
-async fn worker(
+pub async fn worker<H: Holder>(
     client: Client,
-    me: Worker,
+    me: H,
     mut stop: watch::Receiver<bool>,
 ) -> Result<u64, String> {
     let lock = Lock::new(&client, PATH);
@@ -39,7 +39,7 @@ async fn worker(
         holds += 1;
         let term = me.begin(guard.fencing_token());
         let mut by_guard = false;
-        for _ in 0..me.writes {
+        for _ in 0..me.writes() {
             if !guard.is_valid() {
                 by_guard = true;
                 break;

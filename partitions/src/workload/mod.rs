@@ -9,6 +9,7 @@ pub mod latch;
 pub mod linear;
 pub mod lock;
 pub mod master;
+pub mod process;
 pub mod register;
 pub mod session;
 
