@@ -1,9 +1,9 @@
 //! The partition suite: every scenario of [`Scenario`] against every workload of
 //! [`zk_partitions::workload`], on a real ensemble in network namespaces
-//! (`zk_testkit::partition`), with the histories judged by `zk_history`'s checkers. Prints one JSON line per run and workload, and a
-//! summary table at the end; exits with 1 when a promise was broken that the docs do not
-//! explain (docs/partitions.md), 0 otherwise (also when the machine cannot run the bed: one
-//! line says so).
+//! (`zk_testkit::partition`), with the histories judged by `zk_history`'s checkers. Prints one
+//! JSON line per run and workload, and a summary table at the end; exits with 1 when a promise
+//! was broken that the docs do not explain (docs/partitions.md), 0 otherwise (also when the
+//! machine cannot run the bed: one line says so).
 //!
 //! ```text
 //! partitions [--quick] [--runs N] [--scenario NAME]... [--workload NAME]... [--json FILE]
