@@ -106,10 +106,11 @@ fn client_host(client: &str, quorum_host: &str) -> Result<HostAddr, String> {
 pub enum TlsPorts {
     /// Work it out from the connect string (the default): if every entry of the connect
     /// string is listed as is, the listed ports speak TLS (port unification, or a TLS
-    /// `clientPort`); otherwise the one port offset that maps every entry to a listed member
-    /// on the same host (2281 for 2181: 100). When none or several offsets fit, the
-    /// configuration is not followed (an info log says why): dialing guessed ports could
-    /// reach another ensemble's server on the same host.
+    /// `clientPort`); otherwise the one port offset that maps every entry to the listed member
+    /// on its host (2281 for 2181: 100), counting only hosts that have one member each. When
+    /// no offset fits, several do, or a host has several members, the configuration is not
+    /// followed (an info log says why): a guessed port could be another server's plaintext
+    /// port, or another ensemble's server.
     #[default]
     Infer,
     /// The listed client ports speak TLS.
@@ -155,41 +156,46 @@ fn infer_offset(listed: &[HostAddr], connect: &[HostAddr]) -> Result<i32, String
     if !connect.is_empty() && connect.iter().all(|entry| listed.contains(entry)) {
         return Ok(0);
     }
-    let mut fitting: Option<std::collections::BTreeSet<i32>> = None;
+    // Otherwise only hosts with one member each say anything: with several servers on one
+    // host, an entry's TLS port fits as many offsets as there are members there, and a guess
+    // could dial another server's plaintext port, or another ensemble's server.
+    let mut offset: Option<i32> = None;
     for entry in connect {
-        let offsets: std::collections::BTreeSet<i32> = listed
+        let mut on_host = listed
             .iter()
-            .filter(|member| member.host.eq_ignore_ascii_case(&entry.host))
-            .map(|member| i32::from(entry.port) - i32::from(member.port))
-            .collect();
-        // A host the configuration no longer lists says nothing.
-        if offsets.is_empty() {
+            .filter(|member| member.host.eq_ignore_ascii_case(&entry.host));
+        let (Some(member), None) = (on_host.next(), on_host.next()) else {
+            if listed
+                .iter()
+                .filter(|member| member.host.eq_ignore_ascii_case(&entry.host))
+                .count()
+                > 1
+            {
+                return Err(format!(
+                    "several members on host {} (set ClientBuilder::ensemble_tls_ports)",
+                    entry.host
+                ));
+            }
+            // A host the configuration no longer lists says nothing.
             continue;
+        };
+        let this = i32::from(entry.port) - i32::from(member.port);
+        match offset {
+            Some(offset) if offset != this => {
+                return Err(
+                    "no single port offset maps the connect string to the configured \
+                            members (set ClientBuilder::ensemble_tls_ports)"
+                        .to_owned(),
+                );
+            }
+            _ => offset = Some(this),
         }
-        fitting = Some(match fitting {
-            None => offsets,
-            Some(fitting) => fitting.intersection(&offsets).copied().collect(),
-        });
     }
-    let Some(fitting) = fitting else {
-        return Err(
-            "no host of the connect string is a member of the configuration (set \
-                    ClientBuilder::ensemble_tls_ports)"
-                .to_owned(),
-        );
-    };
-    let mut offsets = fitting.into_iter();
-    match (offsets.next(), offsets.next()) {
-        (Some(offset), None) => Ok(offset),
-        (None, _) => Err(
-            "no single port offset maps the connect string to the configured \
-                          members (set ClientBuilder::ensemble_tls_ports)"
-                .to_owned(),
-        ),
-        (Some(_), Some(_)) => Err("several port offsets map the connect string to the \
-                                   configured members (set ClientBuilder::ensemble_tls_ports)"
-            .to_owned()),
-    }
+    offset.ok_or_else(|| {
+        "no host of the connect string is a member of the configuration (set \
+         ClientBuilder::ensemble_tls_ports)"
+            .to_owned()
+    })
 }
 
 fn format_host(host: &str, port: &str) -> String {
@@ -232,10 +238,19 @@ mod tests {
             tls_hosts(&local, TlsPorts::Infer, &[h("127.0.0.1", 5002)]),
             Ok(local.to_vec())
         );
-        // On one machine a single TLS entry fits as many offsets as there are members.
+        // On one machine an entry's TLS port fits as many offsets as there are members: not
+        // guessed (the guess could be another server's plaintext port).
         assert!(
             tls_hosts(&local, TlsPorts::Infer, &[h("127.0.0.1", 6002)])
-                .is_err_and(|why| why.contains("several"))
+                .is_err_and(|why| why.contains("several members on host 127.0.0.1"))
+        );
+        assert!(
+            tls_hosts(
+                &local,
+                TlsPorts::Infer,
+                &[h("127.0.0.1", 5011), h("127.0.0.1", 5013)]
+            )
+            .is_err()
         );
         // ... and entries with different offsets fit none.
         assert!(
