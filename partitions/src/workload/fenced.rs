@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zk_history::{Clock, FaultEvent, FencedStore, HeldHandle, Recorder, check_fenced_history};
 use zk_proto::Client;
+use zk_recipes::election::Leadership;
 
 use super::{Finished, Window, Workload};
 use crate::world::World;
@@ -326,4 +327,27 @@ where
     fn finish(self: Box<Self>, world: &World, fault_at: Duration) -> Result<Finished, String> {
         self.run.ok_or("not started")?.finish(world, fault_at)
     }
+}
+
+/// One term of a leader (the latch's, the master election's): writes with `token` while
+/// `leadership` says it leads, [`Worker::writes`](Worker) times at most, and records the
+/// belief from now until the recipe ends it or the term is over.
+pub async fn lead_term(me: &Worker, token: i64, mut leadership: Leadership) {
+    let term = me.begin(token);
+    let mut by_recipe = false;
+    for _ in 0..me.writes {
+        if !leadership.is_leader() {
+            by_recipe = true;
+            break;
+        }
+        term.write();
+        tokio::select! {
+            _ = leadership.wait_lost(None) => {
+                by_recipe = true;
+                break;
+            }
+            _ = tokio::time::sleep(WORK) => {}
+        }
+    }
+    term.end(by_recipe);
 }

@@ -10,7 +10,7 @@ use zk_proto::Client;
 use zk_recipes::election::LeaderLatch;
 
 use super::Workload;
-use super::fenced::{FencedWorkload, WORK, Worker};
+use super::fenced::{FencedWorkload, Worker, lead_term};
 
 const PATH: &str = "/partitions-latch";
 
@@ -39,24 +39,7 @@ async fn worker(
         };
         if let Some(token) = token {
             terms += 1;
-            let term = me.begin(token);
-            let mut leadership = latch.leadership();
-            let mut by_latch = false;
-            for _ in 0..me.writes {
-                if !latch.is_leader() {
-                    by_latch = true;
-                    break;
-                }
-                term.write();
-                tokio::select! {
-                    _ = leadership.wait_lost(None) => {
-                        by_latch = true;
-                        break;
-                    }
-                    _ = tokio::time::sleep(WORK) => {}
-                }
-            }
-            term.end(by_latch);
+            lead_term(&me, token, latch.leadership()).await;
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), latch.close()).await;
         if token.is_none() {

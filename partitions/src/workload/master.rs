@@ -10,7 +10,7 @@ use zk_proto::Client;
 use zk_recipes::election::MasterElection;
 
 use super::Workload;
-use super::fenced::{FencedWorkload, WORK, Worker};
+use super::fenced::{FencedWorkload, Worker, lead_term};
 
 const PATH: &str = "/partitions-master/node";
 
@@ -47,24 +47,7 @@ async fn worker(
         };
         if let Some(token) = token {
             terms += 1;
-            let term = me.begin(token);
-            let mut leadership = election.leadership();
-            let mut by_election = false;
-            for _ in 0..me.writes {
-                if !election.is_leader() {
-                    by_election = true;
-                    break;
-                }
-                term.write();
-                tokio::select! {
-                    _ = leadership.wait_lost(None) => {
-                        by_election = true;
-                        break;
-                    }
-                    _ = tokio::time::sleep(WORK) => {}
-                }
-            }
-            term.end(by_election);
+            lead_term(&me, token, election.leadership()).await;
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), election.close()).await;
         if token.is_none() {
