@@ -51,11 +51,14 @@ impl Workload for CounterWorkload {
     }
 
     fn finish(self: Box<Self>, world: &World, _fault_at: Duration) -> Result<Finished, String> {
-        self.run
-            .ok_or("not started")?
-            .finish(world, &Counter::new(0).increment_only(), |op| {
-                matches!(op, CounterOp::Add(_))
-            })
+        self.run.ok_or("not started")?.finish(
+            world,
+            &Counter::new(0).increment_only(),
+            |op| matches!(op, CounterOp::Add(_)),
+            // Each increment writes the value it read plus one, compare-and-set on the
+            // version it read: a new value is acknowledged once.
+            |value| Some(format!("value {value}")),
+        )
     }
 }
 

@@ -38,6 +38,10 @@ pub struct Finished {
     /// Broken promises no scenario explains: a fenced write accepted out of order, two leaders
     /// acting in one term, a history that is not linearizable.
     pub violations: Vec<String>,
+    /// Acknowledged writes the ensemble lost, each with its proof, and what they broke: not a
+    /// broken promise of the client (no client can undo a server's loss), reported apart
+    /// (docs/partitions.md, "ZooKeeper 3.8.0 loses acknowledged writes").
+    pub lost_writes: Vec<String>,
     /// Unsafe windows (see [`Window`]).
     pub windows: Vec<Window>,
     /// How long after the fault a client learned (state, guard validity, error).

@@ -62,11 +62,16 @@ impl Workload for RegisterWorkload {
     }
 
     fn finish(self: Box<Self>, world: &World, _fault_at: Duration) -> Result<Finished, String> {
-        self.run
-            .ok_or("not started")?
-            .finish(world, &Register::new(0_i64), |op| {
-                !matches!(op, RegisterOp::Read)
-            })
+        self.run.ok_or("not started")?.finish(
+            world,
+            &Register::new(0_i64),
+            |op| !matches!(op, RegisterOp::Read),
+            // Each setData increments the node's version: a version is acknowledged once.
+            |ret| match ret {
+                RegisterRet::Written { version } => Some(format!("version {version}")),
+                RegisterRet::Read { .. } => None,
+            },
+        )
     }
 }
 
