@@ -239,6 +239,14 @@ impl Chroot {
         }
     }
 
+    /// [`apply`](Self::apply) to an owned path: without a chroot, the path itself, with no copy.
+    pub fn apply_owned(&self, client_path: String) -> String {
+        match self.as_str() {
+            None => client_path,
+            Some(_) => self.apply(&client_path),
+        }
+    }
+
     /// The client path for `server_path` (a created node's path, a watch event's path):
     /// the chroot itself gives `/`, a path under the chroot (`chroot + "/..."`) loses the
     /// chroot, and any other path is returned unchanged (with no chroot, always unchanged).

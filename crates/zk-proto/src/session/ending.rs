@@ -4,10 +4,9 @@
 
 use std::time::Instant;
 
-use bytes::Bytes;
 use jute::{OpCode, Response};
 
-use super::request::{AfterReply, Encoded};
+use super::request::{AfterReply, Body, Encoded};
 use super::{Link, RequestId, Session, SessionEvent, SessionState};
 use crate::error::Error;
 
@@ -36,7 +35,7 @@ impl Session {
             // Sent after everything queued before it.
             let encoded = Encoded {
                 op_code: OpCode::CLOSE_SESSION,
-                body: Bytes::new(),
+                body: Body::Empty,
                 after: AfterReply::Nothing,
             };
             self.outbox.push_back((Some(id), encoded));

@@ -340,8 +340,8 @@ impl Session {
         self.server_modes.reset_from(&self.watches);
         for batch in self.watches.set_watches(self.last_zxid, max) {
             let (op_code, body) = match batch {
-                SetWatchesBatch::V1(batch) => (OpCode::SET_WATCHES, batch.to_bytes()),
-                SetWatchesBatch::V2(batch) => (OpCode::SET_WATCHES2, batch.to_bytes()),
+                SetWatchesBatch::V1(batch) => (OpCode::SET_WATCHES, batch.into()),
+                SetWatchesBatch::V2(batch) => (OpCode::SET_WATCHES2, batch.into()),
             };
             self.control.push_back(Outgoing::Request {
                 id: None,

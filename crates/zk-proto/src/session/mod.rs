@@ -6,6 +6,7 @@
 //! session with scripted server frames and a virtual clock.
 
 mod config;
+mod deadlines;
 mod ending;
 mod handshake;
 mod inbound;
@@ -17,6 +18,7 @@ mod reconnect;
 mod request;
 mod sasl;
 mod state;
+mod timers;
 mod timing;
 mod watch;
 mod xid;
@@ -52,6 +54,7 @@ pub use watch::WatchKind;
 use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
 use crate::secret::Secret;
+use deadlines::Deadlines;
 use jute::codes::xid as reserved;
 use modes::{ModeChange, ServerModes};
 use quorum::QuorumCheck;
@@ -214,7 +217,7 @@ pub struct Session {
     watches: WatchRegistry,
     /// The watch modes the server holds for this connection, path by path ([`modes`]).
     server_modes: ServerModes,
-    deadlines: BTreeSet<(Instant, RequestId)>,
+    deadlines: Deadlines,
     /// The `close` that began the closing, and when it gives up waiting for the reply.
     closing: Option<(RequestId, Instant)>,
     /// Callers of `close` while it was under way: answered with the first, once closed.
@@ -302,7 +305,7 @@ impl Session {
             ping_queued: false,
             watches: WatchRegistry::default(),
             server_modes: ServerModes::default(),
-            deadlines: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             closing: None,
             later_closers: Vec::new(),
             close_requested: false,
@@ -377,7 +380,7 @@ impl Session {
         }
         let encoded = op.encode(&self.config.chroot)?;
         self.refuse_mixed_persistent_kinds(&encoded)?;
-        let len = HEADER_LEN + encoded.body.len();
+        let len = HEADER_LEN + encoded.body.encoded_len();
         if len > self.config.max_frame_len {
             return Err(Error::PacketTooLarge {
                 len,
@@ -387,7 +390,7 @@ impl Session {
         let id = self.new_id();
         self.outbox.push_back((Some(id), encoded));
         if let Some(deadline) = deadline {
-            self.deadlines.insert((deadline, id));
+            self.deadlines.insert(deadline, id);
         }
         Ok(id)
     }
@@ -457,110 +460,6 @@ impl Session {
         }
     }
 
-    /// Time has passed: fires every timer due at `now`.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&(deadline, id)) = self.deadlines.first() {
-            if deadline > now {
-                break;
-            }
-            self.deadlines.pop_first();
-            self.time_out_request(id);
-        }
-        if let Some((_, deadline)) = self.closing
-            && deadline <= now
-        {
-            tracing::debug!("no reply to closeSession in time; closing anyway");
-            self.finish_close();
-            return;
-        }
-        if !self.ready_once
-            && let (Some(first), Some(limit)) = (self.first_attempt, self.config.connect_timeout)
-            && now >= first + limit
-            && !self.state.is_terminal()
-            && self.closing.is_none()
-        {
-            self.give_up(now);
-            return;
-        }
-        if self.sasl_deadline().is_some_and(|at| now >= at) {
-            self.sasl_timed_out(now);
-        }
-        let budget = self.timing.connect_timeout;
-        match self.link {
-            Link::Dialing { since, .. } if now >= since + budget => {
-                let failure = ConnectFailure::ConnectTimedOut(budget);
-                self.attempt_ended(now, None, Some(failure));
-            }
-            Link::Handshaking { since, .. } if now >= since + budget => {
-                self.handshake_failed(now, ConnectFailure::HandshakeTimedOut(budget));
-            }
-            Link::Up {
-                last_send,
-                last_recv,
-                ..
-            } => {
-                if now >= last_recv + self.timing.read_timeout {
-                    tracing::info!(
-                        session_id = format_args!("{:#x}", self.session_id),
-                        "nothing heard from the server for the read timeout; reconnecting"
-                    );
-                    self.lose_connection(now, Error::ConnectionLoss, true);
-                } else if self.quorum_check_timers(now) {
-                    // The connection was dropped: no ping on it.
-                } else if !self.ping_queued
-                    && !self.authenticating()
-                    && now >= last_send + self.timing.ping_interval
-                {
-                    let ping = (
-                        jute::RequestHeader {
-                            xid: reserved::PING,
-                            op_code: OpCode::PING,
-                        },
-                        (),
-                    );
-                    self.control.push_back(Outgoing::Raw(ping.to_bytes()));
-                    self.ping_queued = true;
-                }
-            }
-            // The backoff is over: the next attempt may begin at once (and the timer, having
-            // fired, is no longer asked for).
-            Link::Down { retry_at: Some(at) } if now >= at => {
-                self.link = Link::Down { retry_at: None }
-            }
-            _ => {}
-        }
-        if let Some(until) = self.moving
-            && now >= until
-        {
-            tracing::info!(
-                session_id = format_args!("{:#x}", self.session_id),
-                "the move to another server takes too long: disconnected"
-            );
-            self.moving = None;
-            self.set_state(SessionState::Disconnected);
-        }
-        if !matches!(self.link, Link::Up { .. })
-            && let Some(expiry) = self.local_expiry()
-            && now >= expiry
-        {
-            if self.every_host_refused_for_good() {
-                // Every server refused this client for good (a TLS failure): that is the
-                // news, not the expiry it caused.
-                tracing::warn!(
-                    session_id = format_args!("{:#x}", self.session_id),
-                    "every server refused the reconnection for a whole session timeout"
-                );
-                self.give_up(now);
-                return;
-            }
-            tracing::warn!(
-                session_id = format_args!("{:#x}", self.session_id),
-                "no server answered for a whole session timeout; the session is expired"
-            );
-            self.terminate(SessionState::Expired, Error::SessionExpired);
-        }
-    }
-
     /// The caller of a watch is gone: do not deliver or re-register it any more.
     pub fn forget_watch(&mut self, id: RequestId) {
         let Some(forgotten) = self.watches.forget(id) else {
@@ -586,7 +485,7 @@ impl Session {
                 None,
                 Encoded {
                     op_code: OpCode::REMOVE_WATCHES,
-                    body: body.to_bytes(),
+                    body: body.into(),
                     after: AfterReply::Nothing,
                 },
             ));
@@ -604,8 +503,8 @@ impl Session {
     // ----- outputs -----
 
     /// Appends the next frame to send, length prefix included, to `buf` (the connection's
-    /// write buffer: the body is written there directly, with no intermediate copy). Returns
-    /// whether it appended one.
+    /// write buffer). A request is kept as its checked record until then and encoded once,
+    /// here, straight into `buf`, with its watch flag as sent. Returns whether it appended one.
     ///
     /// A request counts as sent from this call on: the driver should take frames only while
     /// its buffer has room, so that requests it cannot write yet stay queued here (and are
@@ -684,59 +583,6 @@ impl Session {
         Some(buf.split_off(4).freeze())
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) must be called next.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next = self.deadlines.first().map(|&(deadline, _)| deadline);
-        let mut consider = |at: Instant| next = Some(next.map_or(at, |n: Instant| n.min(at)));
-        if let Some((_, deadline)) = self.closing {
-            consider(deadline);
-        }
-        match self.link {
-            Link::Dialing { since, .. } | Link::Handshaking { since, .. } => {
-                consider(since + self.timing.connect_timeout);
-            }
-            Link::Up {
-                last_send,
-                last_recv,
-                connected,
-            } => {
-                consider(last_recv + self.timing.read_timeout);
-                if let Some(at) = self.quorum_timeout(connected) {
-                    consider(at);
-                }
-                if !self.ping_queued && !self.authenticating() {
-                    consider(last_send + self.timing.ping_interval);
-                }
-            }
-            Link::Down { retry_at } => {
-                if let Some(at) = retry_at
-                    && self.wants_connection()
-                {
-                    consider(at);
-                }
-            }
-        }
-        if !self.ready_once
-            && !self.state.is_terminal()
-            && self.closing.is_none()
-            && let (Some(first), Some(limit)) = (self.first_attempt, self.config.connect_timeout)
-        {
-            consider(first + limit);
-        }
-        if let Some(at) = self.sasl_deadline() {
-            consider(at);
-        }
-        if !matches!(self.link, Link::Up { .. })
-            && let Some(expiry) = self.local_expiry()
-        {
-            consider(expiry);
-        }
-        if let Some(until) = self.moving {
-            consider(until);
-        }
-        next
-    }
-
     /// The next thing the driver must know.
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
         self.events.pop_front()
@@ -772,16 +618,18 @@ impl Session {
             self.quorum_check_sent(now);
         }
         let (op_code, clear_watch_flag, change) = self.as_sent(&encoded);
-        let len = HEADER_LEN + encoded.body.len();
+        let mut body = encoded.body;
+        if clear_watch_flag {
+            body.clear_watch_flag();
+        }
+        let len = HEADER_LEN + body.encoded_len();
         buf.reserve(4 + len);
         // Checked against the frame limit at submit; SetWatches batches are capped below it.
         buf.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
         buf.put_i32(xid);
         buf.put_i32(op_code.0);
-        buf.put_slice(&encoded.body);
-        if clear_watch_flag && let Some(watch) = buf.last_mut() {
-            *watch = 0;
-        }
+        // The one copy of the request: the record, encoded into the connection's buffer.
+        body.encode(buf);
         self.pending.push_back(Pending {
             xid,
             id,
@@ -793,7 +641,7 @@ impl Session {
     }
 
     fn reply(&mut self, id: RequestId, result: Result<Response, Error>, watch_armed: bool) {
-        self.deadlines.retain(|&(_, d)| d != id);
+        self.deadlines.remove(id);
         self.events.push_back(SessionEvent::Reply {
             id,
             result,

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use jute::{Encode, OpCode, SyncRequest};
+use jute::{OpCode, SyncRequest};
 
 use super::request::{AfterReply, Encoded};
 use super::{Link, Outgoing, Session, SessionState};
@@ -133,7 +133,7 @@ impl Session {
                 id: None,
                 encoded: Encoded {
                     op_code: OpCode::SYNC,
-                    body: body.to_bytes(),
+                    body: body.into(),
                     after: AfterReply::QuorumCheck,
                 },
             });

@@ -254,20 +254,100 @@ pub(crate) enum AfterReply {
 #[derive(Debug, Clone)]
 pub(crate) struct Encoded {
     pub(crate) op_code: OpCode,
-    pub(crate) body: Bytes,
+    pub(crate) body: Body,
     pub(crate) after: AfterReply,
 }
 
-fn checked(chroot: &Chroot, path: &str) -> Result<String, Error> {
-    validate_path(path)?;
-    Ok(chroot.apply(path))
+/// Declares [`Body`] once: each variant, the jute record it holds, and the `From` and
+/// [`Encode`] impls that follow from that list.
+macro_rules! bodies {
+    ($($variant:ident($record:ty)),* $(,)?) => {
+        /// A checked, chroot-prefixed request body, kept as its record: it is encoded once, when
+        /// the request is sent, straight into the connection's write buffer.
+        #[derive(Debug, Clone, PartialEq)]
+        pub(crate) enum Body {
+            /// No body (closeSession, whoAmI).
+            Empty,
+            $(
+                #[doc = concat!("A `", stringify!($record), "`.")]
+                $variant($record),
+            )*
+        }
+
+        $(
+            impl From<$record> for Body {
+                fn from(record: $record) -> Self {
+                    Body::$variant(record)
+                }
+            }
+        )*
+
+        impl Encode for Body {
+            fn encoded_len(&self) -> usize {
+                match self {
+                    Body::Empty => 0,
+                    $(Body::$variant(record) => record.encoded_len(),)*
+                }
+            }
+
+            fn encode<B: bytes::BufMut>(&self, buf: &mut B) {
+                match self {
+                    Body::Empty => {}
+                    $(Body::$variant(record) => record.encode(buf),)*
+                }
+            }
+        }
+    };
+}
+
+bodies! {
+    Create(CreateRequest),
+    CreateTtl(CreateTtlRequest),
+    Delete(DeleteRequest),
+    Exists(ExistsRequest),
+    GetData(GetDataRequest),
+    SetData(SetDataRequest),
+    GetAcl(GetAclRequest),
+    SetAcl(SetAclRequest),
+    GetChildren(GetChildrenRequest),
+    GetChildren2(GetChildren2Request),
+    GetAllChildrenNumber(GetAllChildrenNumberRequest),
+    GetEphemerals(GetEphemeralsRequest),
+    Sync(SyncRequest),
+    Multi(MultiRequest),
+    AddWatch(AddWatchRequest),
+    RemoveWatches(RemoveWatchesRequest),
+    CheckWatches(CheckWatchesRequest),
+    Reconfig(ReconfigRequest),
+    SetWatches(SetWatches),
+    SetWatches2(SetWatches2),
+    Sasl(GetSaslRequest),
+}
+
+impl Body {
+    /// Sends a read without its one-shot watch flag (a persistent watch already covers the
+    /// path, see `Session::as_sent`): the flag is part of what is encoded, not patched after.
+    pub(crate) fn clear_watch_flag(&mut self) {
+        match self {
+            Body::Exists(ExistsRequest { watch, .. })
+            | Body::GetData(GetDataRequest { watch, .. })
+            | Body::GetChildren(GetChildrenRequest { watch, .. })
+            | Body::GetChildren2(GetChildren2Request { watch, .. }) => *watch = false,
+            _ => {}
+        }
+    }
+}
+
+fn checked(chroot: &Chroot, path: String) -> Result<String, Error> {
+    validate_path(&path)?;
+    Ok(chroot.apply_owned(path))
 }
 
 /// The chrooted `path` of a read that may leave a one-shot watch of `kind`; when `watch`,
 /// the watch is armed once the reply comes (`after`).
 fn watched(
     chroot: &Chroot,
-    path: &str,
+    path: String,
     watch: bool,
     kind: WatchKind,
     after: &mut AfterReply,
@@ -294,13 +374,13 @@ fn check_ttl(mode: CreateMode, ttl: Option<i64>) -> Result<(), Error> {
     }
 }
 
-fn create_path(chroot: &Chroot, path: &str, mode: CreateMode) -> Result<String, Error> {
+fn create_path(chroot: &Chroot, path: String, mode: CreateMode) -> Result<String, Error> {
     if mode.is_sequential() {
-        validate_sequential_prefix(path)?;
+        validate_sequential_prefix(&path)?;
     } else {
-        validate_path(path)?;
+        validate_path(&path)?;
     }
-    Ok(chroot.apply(path))
+    Ok(chroot.apply_owned(path))
 }
 
 fn watch_kinds(watcher_type: WatcherType) -> &'static [WatchKind] {
@@ -340,7 +420,7 @@ fn multi_op(chroot: &Chroot, op: MultiOperation, read: bool) -> Result<MultiOp, 
             ttl,
         } => {
             check_ttl(mode, ttl)?;
-            let path = Some(create_path(chroot, &path, mode)?);
+            let path = Some(create_path(chroot, path, mode)?);
             let (data, acl) = (Some(data), Some(to_wire(&acl)));
             match (mode, ttl) {
                 (_, Some(ttl)) => MultiOp::CreateTtl(CreateTtlRequest {
@@ -365,7 +445,7 @@ fn multi_op(chroot: &Chroot, op: MultiOperation, read: bool) -> Result<MultiOp, 
             }
         }
         MultiOperation::Delete { path, version } => MultiOp::Delete(DeleteRequest {
-            path: Some(checked(chroot, &path)?),
+            path: Some(checked(chroot, path)?),
             version: version.unwrap_or(-1),
         }),
         MultiOperation::SetData {
@@ -373,20 +453,20 @@ fn multi_op(chroot: &Chroot, op: MultiOperation, read: bool) -> Result<MultiOp, 
             data,
             version,
         } => MultiOp::SetData(SetDataRequest {
-            path: Some(checked(chroot, &path)?),
+            path: Some(checked(chroot, path)?),
             data: Some(data),
             version: version.unwrap_or(-1),
         }),
         MultiOperation::Check { path, version } => MultiOp::Check(CheckVersionRequest {
-            path: Some(checked(chroot, &path)?),
+            path: Some(checked(chroot, path)?),
             version: version.unwrap_or(-1),
         }),
         MultiOperation::GetChildren { path } => MultiOp::GetChildren(GetChildrenRequest {
-            path: Some(checked(chroot, &path)?),
+            path: Some(checked(chroot, path)?),
             watch: false,
         }),
         MultiOperation::GetData { path } => MultiOp::GetData(GetDataRequest {
-            path: Some(checked(chroot, &path)?),
+            path: Some(checked(chroot, path)?),
             watch: false,
         }),
     })
@@ -396,7 +476,7 @@ impl Op {
     /// Checks the request (paths, TTL, multi kinds) and encodes its body.
     pub(crate) fn encode(self, chroot: &Chroot) -> Result<Encoded, Error> {
         let mut after = AfterReply::Nothing;
-        let (op_code, body) = match self {
+        let (op_code, body): (OpCode, Body) = match self {
             Op::Create {
                 path,
                 data,
@@ -405,7 +485,7 @@ impl Op {
                 ttl,
             } => {
                 check_ttl(mode, ttl)?;
-                let path = Some(create_path(chroot, &path, mode)?);
+                let path = Some(create_path(chroot, path, mode)?);
                 let (data, acl) = (Some(data), Some(to_wire(&acl)));
                 match ttl {
                     Some(ttl) => (
@@ -417,7 +497,7 @@ impl Op {
                             flags: mode,
                             ttl,
                         }
-                        .to_bytes(),
+                        .into(),
                     ),
                     None => (
                         if mode == CreateMode::CONTAINER {
@@ -431,7 +511,7 @@ impl Op {
                             acl,
                             flags: mode,
                         }
-                        .to_bytes(),
+                        .into(),
                     ),
                 }
             }
@@ -441,7 +521,7 @@ impl Op {
                 let path = if path == "/" {
                     path
                 } else {
-                    chroot.apply(&path)
+                    chroot.apply_owned(path)
                 };
                 (
                     OpCode::DELETE,
@@ -449,24 +529,24 @@ impl Op {
                         path: Some(path),
                         version: version.unwrap_or(-1),
                     }
-                    .to_bytes(),
+                    .into(),
                 )
             }
             Op::Exists { path, watch } => {
-                let path = watched(chroot, &path, watch, WatchKind::Exist, &mut after)?;
+                let path = watched(chroot, path, watch, WatchKind::Exist, &mut after)?;
                 let body = ExistsRequest {
                     path: Some(path),
                     watch,
                 };
-                (OpCode::EXISTS, body.to_bytes())
+                (OpCode::EXISTS, body.into())
             }
             Op::GetData { path, watch } => {
-                let path = watched(chroot, &path, watch, WatchKind::Data, &mut after)?;
+                let path = watched(chroot, path, watch, WatchKind::Data, &mut after)?;
                 let body = GetDataRequest {
                     path: Some(path),
                     watch,
                 };
-                (OpCode::GET_DATA, body.to_bytes())
+                (OpCode::GET_DATA, body.into())
             }
             Op::SetData {
                 path,
@@ -475,50 +555,50 @@ impl Op {
             } => (
                 OpCode::SET_DATA,
                 SetDataRequest {
-                    path: Some(checked(chroot, &path)?),
+                    path: Some(checked(chroot, path)?),
                     data: Some(data),
                     version: version.unwrap_or(-1),
                 }
-                .to_bytes(),
+                .into(),
             ),
             Op::GetAcl { path } => (
                 OpCode::GET_ACL,
                 GetAclRequest {
-                    path: Some(checked(chroot, &path)?),
+                    path: Some(checked(chroot, path)?),
                 }
-                .to_bytes(),
+                .into(),
             ),
             Op::SetAcl { path, acl, version } => (
                 OpCode::SET_ACL,
                 SetAclRequest {
-                    path: Some(checked(chroot, &path)?),
+                    path: Some(checked(chroot, path)?),
                     acl: Some(to_wire(&acl)),
                     version: version.unwrap_or(-1),
                 }
-                .to_bytes(),
+                .into(),
             ),
             Op::GetChildren { path, watch } => {
-                let path = watched(chroot, &path, watch, WatchKind::Child, &mut after)?;
+                let path = watched(chroot, path, watch, WatchKind::Child, &mut after)?;
                 let body = GetChildrenRequest {
                     path: Some(path),
                     watch,
                 };
-                (OpCode::GET_CHILDREN, body.to_bytes())
+                (OpCode::GET_CHILDREN, body.into())
             }
             Op::GetChildren2 { path, watch } => {
-                let path = watched(chroot, &path, watch, WatchKind::Child, &mut after)?;
+                let path = watched(chroot, path, watch, WatchKind::Child, &mut after)?;
                 let body = GetChildren2Request {
                     path: Some(path),
                     watch,
                 };
-                (OpCode::GET_CHILDREN2, body.to_bytes())
+                (OpCode::GET_CHILDREN2, body.into())
             }
             Op::GetAllChildrenNumber { path } => (
                 OpCode::GET_ALL_CHILDREN_NUMBER,
                 GetAllChildrenNumberRequest {
-                    path: Some(checked(chroot, &path)?),
+                    path: Some(checked(chroot, path)?),
                 }
-                .to_bytes(),
+                .into(),
             ),
             Op::GetEphemerals { prefix } => {
                 // The server matches a raw string prefix; under a chroot, "" and "/" mean
@@ -533,15 +613,15 @@ impl Op {
                     GetEphemeralsRequest {
                         prefix_path: Some(prefix),
                     }
-                    .to_bytes(),
+                    .into(),
                 )
             }
             Op::Sync { path } => (
                 OpCode::SYNC,
                 SyncRequest {
-                    path: Some(checked(chroot, &path)?),
+                    path: Some(checked(chroot, path)?),
                 }
-                .to_bytes(),
+                .into(),
             ),
             Op::Multi(ops) | Op::MultiRead(ops) if ops.is_empty() => {
                 // Legal on the wire, but say so early: an empty transaction is a caller bug
@@ -553,17 +633,17 @@ impl Op {
                     .into_iter()
                     .map(|op| multi_op(chroot, op, false))
                     .collect::<Result<Vec<_>, _>>()?;
-                (OpCode::MULTI, MultiRequest { ops }.to_bytes())
+                (OpCode::MULTI, MultiRequest { ops }.into())
             }
             Op::MultiRead(ops) => {
                 let ops = ops
                     .into_iter()
                     .map(|op| multi_op(chroot, op, true))
                     .collect::<Result<Vec<_>, _>>()?;
-                (OpCode::MULTI_READ, MultiRequest { ops }.to_bytes())
+                (OpCode::MULTI_READ, MultiRequest { ops }.into())
             }
             Op::AddWatch { path, mode } => {
-                let path = checked(chroot, &path)?;
+                let path = checked(chroot, path)?;
                 let kind = if mode == AddWatchMode::PERSISTENT_RECURSIVE {
                     WatchKind::PersistentRecursive
                 } else if mode == AddWatchMode::PERSISTENT {
@@ -578,26 +658,26 @@ impl Op {
                     path: Some(path),
                     mode,
                 };
-                (OpCode::ADD_WATCH, body.to_bytes())
+                (OpCode::ADD_WATCH, body.into())
             }
             Op::RemoveWatches { path, watcher_type } => {
-                let path = checked(chroot, &path)?;
+                let path = checked(chroot, path)?;
                 after = AfterReply::RemoveWatches(path.clone(), watch_kinds(watcher_type));
                 let body = RemoveWatchesRequest {
                     path: Some(path),
                     watcher_type,
                 };
-                (OpCode::REMOVE_WATCHES, body.to_bytes())
+                (OpCode::REMOVE_WATCHES, body.into())
             }
             Op::CheckWatches { path, watcher_type } => (
                 OpCode::CHECK_WATCHES,
                 CheckWatchesRequest {
-                    path: Some(checked(chroot, &path)?),
+                    path: Some(checked(chroot, path)?),
                     watcher_type,
                 }
-                .to_bytes(),
+                .into(),
             ),
-            Op::Reconfig(request) => (OpCode::RECONFIG, request.to_bytes()),
+            Op::Reconfig(request) => (OpCode::RECONFIG, request.into()),
             Op::GetConfig { watch } => {
                 let path = CONFIG_NODE.to_owned();
                 if watch {
@@ -607,9 +687,9 @@ impl Op {
                     path: Some(path),
                     watch,
                 };
-                (OpCode::GET_DATA, body.to_bytes())
+                (OpCode::GET_DATA, body.into())
             }
-            Op::WhoAmI => (OpCode::WHO_AM_I, Bytes::new()),
+            Op::WhoAmI => (OpCode::WHO_AM_I, Body::Empty),
         };
         Ok(Encoded {
             op_code,
@@ -636,7 +716,7 @@ mod tests {
         .encode(&root("/app"))
         .expect("valid");
         assert_eq!(encoded.op_code, OpCode::GET_DATA);
-        assert_eq!(&encoded.body[..], b"\x00\x00\x00\x06/app/a\x01");
+        assert_eq!(&encoded.body.to_bytes()[..], b"\x00\x00\x00\x06/app/a\x01");
         assert_eq!(
             encoded.after,
             AfterReply::Watch("/app/a".into(), WatchKind::Data)

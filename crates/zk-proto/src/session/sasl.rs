@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use jute::{Encode, ErrorCode, GetSaslRequest, OpCode, Response};
+use jute::{ErrorCode, GetSaslRequest, OpCode, Response};
 
 use super::request::{AfterReply, Encoded};
 use super::{Link, Outgoing, Session, SessionState};
@@ -224,7 +224,7 @@ impl Session {
             id: None,
             encoded: Encoded {
                 op_code: OpCode::SASL,
-                body: body.to_bytes(),
+                body: body.into(),
                 after: AfterReply::Sasl,
             },
         });
