@@ -14,6 +14,8 @@
 //!   cuts right after a chosen request, and a hostile scripted server.
 //! - [`kdc`]: a local MIT Kerberos KDC on 127.0.0.1 with a throw-away realm, servers that
 //!   authenticate with Kerberos, and the runner of the Kerberos test processes.
+//! - [`raw`]: a session spoken by hand, jute records over a blocking socket, for tests of the
+//!   protocol itself and of requests the client refuses to send.
 //! - [`java`]: small Java programs run from tests (the ZooKeeper Java client, Apache Curator).
 //! - [`partition`]: real network partitions between the servers of an ensemble, each server in a
 //!   Linux network namespace of its own on a private bridge, cut with nftables (needs root; a
@@ -127,6 +129,7 @@ mod options;
 pub mod partition;
 mod ports;
 mod process;
+pub mod raw;
 mod sasl;
 mod server;
 mod tls;

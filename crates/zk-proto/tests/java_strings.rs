@@ -32,18 +32,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
-use zk_proto::acl::{digest_acl, digest_id, open_acl_unsafe, world_acl};
-use zk_proto::jute::{
-    self, ConnectRequest, ConnectResponse, CreateMode, Encode, ErrorCode, OpCode, ReplyHeader,
-    RequestHeader,
-};
+use zk_proto::acl::{digest_acl, digest_id, world_acl};
+use zk_proto::jute::ErrorCode;
 use zk_proto::{Acl, Client, ClientInfo, CreateOptions, Error, Perms, SessionState};
 use zk_testkit::ZkServer;
-use zk_testkit::client::{connect, server_builder, start_server_with};
+use zk_testkit::client::{blocking, connect, server_builder, start_server_with};
+use zk_testkit::raw::RawSession;
 
 /// A digest user name with a character outside the BMP.
 const USER: &str = "us😀er";
@@ -367,89 +362,22 @@ async fn the_server_rejects_paths_outside_the_bmp() {
         Err(Error::InvalidPath(_))
     ));
 
-    let mut raw = RawSession::connect(server.connect_string().as_str()).await;
-    let utf8 = "/x😀".as_bytes();
-    let cesu8 = b"/x\xed\xa0\xbd\xed\xb8\x80";
-    for (xid, path) in [(1, utf8), (2, &cesu8[..])] {
-        let header = raw.create(xid, path).await;
-        assert_eq!((header.xid, header.err), (xid, ErrorCode::BAD_ARGUMENTS));
-    }
-    // A valid path on the same raw session is created: the requests were well formed.
-    let header = raw.create(3, b"/x").await;
-    assert_eq!((header.xid, header.err), (3, ErrorCode::OK));
+    // The kit's raw session is blocking: it runs on a blocking thread, not the runtime's.
+    let addr = server.addr();
+    blocking(move || {
+        let mut raw = RawSession::connect(addr);
+        let utf8 = "/x😀".as_bytes();
+        let cesu8 = b"/x\xed\xa0\xbd\xed\xb8\x80";
+        for (xid, path) in [(1, utf8), (2, &cesu8[..])] {
+            let header = raw.create_with_path_bytes(xid, path);
+            assert_eq!((header.xid, header.err), (xid, ErrorCode::BAD_ARGUMENTS));
+        }
+        // A valid path on the same raw session is created: the requests were well formed.
+        let header = raw.create_with_path_bytes(3, b"/x");
+        assert_eq!((header.xid, header.err), (3, ErrorCode::OK));
+    })
+    .await;
     let mut children = client.get_children("/").await.expect("ls /");
     children.sort();
     assert_eq!(children, ["x", "zookeeper"]);
-}
-
-/// A session spoken by hand with the codec: sends requests our client would refuse.
-struct RawSession {
-    stream: TcpStream,
-}
-
-impl RawSession {
-    async fn connect(connect_string: &str) -> RawSession {
-        let stream = TcpStream::connect(connect_string).await.expect("connect");
-        let mut raw = RawSession { stream };
-        let request = ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            time_out: 4000,
-            session_id: 0,
-            passwd: Some(Bytes::from_static(&[0; 16])),
-            read_only: false,
-        };
-        raw.send(&request.to_bytes()).await;
-        let response: ConnectResponse =
-            jute::decode_exact(raw.receive().await).expect("ConnectResponse");
-        assert_ne!(response.session_id, 0);
-        raw
-    }
-
-    /// Sends create(`path`, no data, open ACL, persistent) with the path's bytes as given;
-    /// returns the reply's header.
-    async fn create(&mut self, xid: i32, path: &[u8]) -> ReplyHeader {
-        let mut body = BytesMut::new();
-        RequestHeader {
-            xid,
-            op_code: OpCode::CREATE,
-        }
-        .encode(&mut body);
-        body.put_i32(i32::try_from(path.len()).expect("short path"));
-        body.put_slice(path);
-        Some(Bytes::new()).encode(&mut body);
-        Some(
-            open_acl_unsafe()
-                .iter()
-                .map(jute::Acl::from)
-                .collect::<Vec<_>>(),
-        )
-        .encode(&mut body);
-        CreateMode::PERSISTENT.encode(&mut body);
-        self.send(&body.freeze()).await;
-        let mut reply = jute::Reader::new(self.receive().await);
-        <ReplyHeader as jute::Decode>::decode(&mut reply).expect("ReplyHeader")
-    }
-
-    /// Sends one frame: the length prefix, then `message`.
-    async fn send(&mut self, message: &[u8]) {
-        let mut frame = BytesMut::with_capacity(4 + message.len());
-        frame.put_i32(i32::try_from(message.len()).expect("small frame"));
-        frame.put_slice(message);
-        self.stream.write_all(&frame).await.expect("send");
-    }
-
-    /// Receives one frame, without its length prefix.
-    async fn receive(&mut self) -> Bytes {
-        let len = tokio::time::timeout(Duration::from_secs(10), self.stream.read_i32())
-            .await
-            .expect("a reply within 10 s")
-            .expect("read a frame length");
-        let mut frame = vec![0; usize::try_from(len).expect("non-negative length")];
-        self.stream
-            .read_exact(&mut frame)
-            .await
-            .expect("read a frame");
-        Bytes::from(frame)
-    }
 }
