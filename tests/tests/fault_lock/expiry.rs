@@ -1,0 +1,102 @@
+//! Real session expiry: a waiter whose session expires fails and leaves nothing, and an
+//! expired client dials no more.
+
+use zk_proto::session::Backoff;
+
+use super::*;
+
+/// The longest a client of these tests waits between two connection attempts: the cap of its
+/// reconnect backoff (`zk_proto::session::Backoff`, the builder's default) for [`SESSION`].
+fn largest_reconnect_wait() -> Duration {
+    Backoff::default().cap(SESSION)
+}
+
+/// Scenario 12: a waiter behind a proxy that is isolated past its session timeout. The server
+/// really expires the session (its ephemeral node vanishes); the acquire fails with
+/// `SessionExpired`, there is no late success once the proxy lets traffic through again, and
+/// no node of the waiter is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let waiter_client = connect(&proxy.connect_string()).await;
+    let holder_client = connect(&server.connect_string()).await;
+    let path = "/fault/expired-waiter";
+    let holder = acquire(&holder_client, path).await;
+    let holder_name = name(holder.node());
+    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), SESSION * 10);
+    let listing = wait_children(
+        &holder_client,
+        path,
+        Duration::from_secs(10),
+        "the waiter queued",
+        |c| c.len() == 2,
+    )
+    .await;
+    let waiter_name = listing
+        .into_iter()
+        .find(|c| *c != holder_name)
+        .expect("the waiter's node");
+
+    let isolated_at = Instant::now();
+    proxy.isolate();
+    // The server expires the session: its ephemeral node goes.
+    wait_children(
+        &holder_client,
+        path,
+        SESSION * 3,
+        "the server expires the waiter",
+        |c| !c.contains(&waiter_name),
+    )
+    .await;
+    let expired_after = isolated_at.elapsed();
+    let (result, _) = within("the waiter's acquire", SESSION * 2, waiter)
+        .await
+        .expect("waiter task");
+    assert!(
+        matches!(result, Err(zk_recipes::Error::Zk(Error::SessionExpired))),
+        "{result:?}"
+    );
+    assert_eq!(waiter_client.state(), SessionState::Expired);
+    // Traffic passes again: nothing comes back to life. The window is bounded by the client's
+    // own timer: a client that still dialed would dial within its longest wait between two
+    // attempts, and the window is two of them.
+    proxy.restore();
+    tokio::time::sleep(2 * largest_reconnect_wait()).await;
+    assert_eq!(waiter_client.state(), SessionState::Expired);
+    assert_eq!(
+        within("exists", CALL, waiter_client.exists("/")).await,
+        Err(Error::SessionExpired)
+    );
+    assert_eq!(children(&holder_client, path).await, vec![holder_name]);
+    eprintln!("the server expired the waiter {expired_after:?} after the cut");
+    assert!(expired_after >= SESSION - Duration::from_millis(100));
+    release(holder).await;
+    assert!(children(&holder_client, path).await.is_empty());
+}
+
+/// Scenario 12, the client's side: once its session has expired (locally, while the server
+/// is unreachable), a client opens no more connections, not even the reconnection attempt
+/// that was waiting out its backoff when the session expired (the driver used to keep
+/// polling that pending attempt and dial once more after the end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_client_dials_no_more() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = connect(&proxy.connect_string()).await;
+    proxy.isolate();
+    // Refused attempts back off (doubling up to the backoff's cap) until the local expiry, one
+    // session timeout after the cut.
+    wait_state(&client, SESSION * 2, |s| s == SessionState::Expired).await;
+    let accepted = proxy.accepted();
+    // Bounded by the client's own timer: a client that still dialed would dial within its
+    // longest wait between two attempts; the window is two of them.
+    tokio::time::sleep(2 * largest_reconnect_wait()).await;
+    assert_eq!(
+        proxy.accepted(),
+        accepted,
+        "the expired client opened a connection"
+    );
+}

@@ -1,0 +1,122 @@
+//! The lock recipe (`zk_recipes::lock::Lock`) under faults, against real ZooKeeper 3.8 servers
+//! and ensembles: a killed leader, a killed server, lost replies, frozen and cut connections,
+//! cancellation, panics and real session expiry. This file holds what the scenarios share;
+//! the scenarios are in one module per kind of fault.
+//!
+//! Every wait is bounded; the only sleeps are the durations of faults (how long a proxy stays
+//! frozen or cut off) or the schedule of a fault, never a stand-in for an event.
+
+mod cancellation;
+mod cuts;
+mod ensemble;
+mod expiry;
+mod freezes;
+
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jute::OpCode;
+use tokio::time::Instant;
+use zk_proto::{Client, CreateMode, CreateOptions, Error, SessionState};
+use zk_recipes::lock::{Lock, LockGuard, Validity};
+use zk_testkit::Ensemble;
+use zk_testkit::client::{
+    SESSION_TIMEOUT, StateLog, blocking, builder, children, connect, connect_with, mkdirs, serial,
+    start_ensemble, start_server, wait_children, wait_state, within,
+};
+use zk_testkit::fault::FaultProxy;
+
+/// A bound for a single acquire or release that must succeed.
+const CALL: Duration = Duration::from_secs(30);
+
+/// The session timeout every client asks for (the kit's; the servers grant it as is).
+const SESSION: Duration = SESSION_TIMEOUT;
+
+/// The client's read timeout for [`SESSION`] (`2T/3`, `zk_proto::session::timing`).
+const READ_TIMEOUT: Duration = Duration::from_millis(4000 * 2 / 3);
+
+/// The children of `path` with their ephemeral owner (a child deleted meanwhile is left out).
+async fn owners(client: &Client, path: &str) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for child in children(client, path).await {
+        let full = format!("{path}/{child}");
+        match within("stat", Duration::from_secs(10), client.exists(&full)).await {
+            Ok(Some(stat)) => out.push((child, stat.ephemeral_owner)),
+            Ok(None) => {}
+            Err(e) => panic!("stat {full}: {e}"),
+        }
+    }
+    out
+}
+
+/// An in-process check of mutual exclusion: the critical section of every holder.
+#[derive(Clone, Default)]
+struct Exclusion {
+    inside: Arc<AtomicBool>,
+    violations: Arc<AtomicUsize>,
+    entries: Arc<AtomicUsize>,
+}
+
+impl Exclusion {
+    /// Enters the critical section (counting a violation if someone else is inside), yields,
+    /// and leaves.
+    async fn critical_section(&self) {
+        if self.inside.swap(true, Ordering::SeqCst) {
+            self.violations.fetch_add(1, Ordering::SeqCst);
+        }
+        self.entries.fetch_add(1, Ordering::SeqCst);
+        tokio::task::yield_now().await;
+        self.inside.store(false, Ordering::SeqCst);
+    }
+
+    fn violations(&self) -> usize {
+        self.violations.load(Ordering::SeqCst)
+    }
+}
+
+/// The name of a node (the last path segment).
+fn name(node: &str) -> String {
+    node.rsplit('/').next().unwrap_or(node).to_owned()
+}
+
+/// Takes the lock at `path`, bounded, expecting success.
+async fn acquire(client: &Client, path: &str) -> LockGuard {
+    within("acquire", CALL, Lock::new(client, path).acquire(None))
+        .await
+        .expect("acquire")
+}
+
+/// Releases a guard, bounded, expecting success.
+async fn release(guard: LockGuard) {
+    within("release", CALL, guard.release())
+        .await
+        .expect("release");
+}
+
+/// Spawns `lock.acquire(Some(limit))`; the task returns the result and when it came.
+fn spawn_acquire(
+    lock: &Lock,
+    limit: Duration,
+) -> tokio::task::JoinHandle<(zk_recipes::Result<LockGuard>, Instant)> {
+    let lock = lock.clone();
+    tokio::spawn(async move {
+        let result = lock.acquire(Some(limit)).await;
+        (result, Instant::now())
+    })
+}
+
+/// Waits (at most 2 s) until the guard reports `validity`: the guard follows the client's
+/// state through its own watch, a task hop behind the client's state.
+async fn wait_validity(guard: &LockGuard, validity: Validity) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while guard.validity() != validity {
+        assert!(
+            Instant::now() < deadline,
+            "the guard stays {:?}, not {validity:?}",
+            guard.validity()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
