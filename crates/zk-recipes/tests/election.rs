@@ -20,8 +20,8 @@ use zk_recipes::election::{
     wait_until_gone,
 };
 use zk_testkit::client::{
-    Proxied, builder, connect_proxied, connect_with, eventually, start_server, wait_for_state,
-    within,
+    Proxied, builder, children, connect_proxied, connect_with, eventually, start_server,
+    wait_for_state, within,
 };
 use zk_testkit::fault::FaultProxy;
 
@@ -45,10 +45,6 @@ async fn candidates(target: SocketAddr, n: usize) -> Vec<Proxied> {
         all.push(connect_proxied(target, session()).await);
     }
     all
-}
-
-async fn children(client: &Client, path: &str) -> Vec<String> {
-    client.get_children(path).await.unwrap_or_default()
 }
 
 fn leaders(latches: &[LeaderLatch]) -> Vec<usize> {

@@ -10,7 +10,8 @@ use zk_proto::jute::OpCode;
 use zk_proto::{Client, CreateOptions, Stat};
 use zk_recipes::persistent::PersistentNode;
 use zk_testkit::client::{
-    builder, connect, connect_proxied, connect_with, expire_session, mkdirs, start_server, within,
+    builder, children, connect, connect_proxied, connect_with, expire_session, mkdirs,
+    start_server, within,
 };
 
 const WITHIN: Duration = Duration::from_secs(20);
@@ -27,11 +28,6 @@ async fn wait_exists(client: &Client, path: &str) -> Stat {
         }
     })
     .await
-}
-
-/// The children of `parent`, as `client` sees them.
-async fn children(client: &Client, parent: &str) -> Vec<String> {
-    client.get_children(parent).await.expect("children")
 }
 
 #[tokio::test]

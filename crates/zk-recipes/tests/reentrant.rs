@@ -6,15 +6,11 @@ use std::time::Duration;
 
 use zk_recipes::Error;
 use zk_recipes::lock::Lock;
-use zk_testkit::client::{connect, start_server};
+use zk_testkit::client::{children, connect, start_server};
 
 const WITHIN: Duration = Duration::from_secs(10);
 /// How long an acquire that must not succeed is given before it times out.
 const REFUSED_WITHIN: Duration = Duration::from_millis(300);
-
-async fn children(client: &zk_proto::Client, path: &str) -> Vec<String> {
-    client.get_children(path).await.unwrap_or_default()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_reenters_and_others_wait_for_its_last_release() {
