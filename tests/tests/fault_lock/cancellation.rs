@@ -167,15 +167,7 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     let holder_client = connect(&server.connect_string()).await;
     let waiter_client = connect(&server.connect_string()).await;
     let holder = acquire(&holder_client, path).await;
-    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
-    wait_children(
-        &observer,
-        path,
-        Duration::from_secs(10),
-        "the waiter queued",
-        |c| c.len() == 2,
-    )
-    .await;
+    let (waiter, _) = queue_waiter(&Lock::new(&waiter_client, path), &observer, path, CALL).await;
     for task in storm(HELD_STORM, 7) {
         within("cancellations", Duration::from_secs(60), task)
             .await
@@ -221,24 +213,6 @@ async fn a_thousand_cancelled_acquires_leave_only_live_nodes() {
     .await;
 }
 
-/// Starts a waiter on `lock` and waits until it is queued behind the holder.
-async fn queue_waiter(
-    lock: &Lock,
-    observer: &Client,
-    path: &str,
-) -> tokio::task::JoinHandle<(zk_recipes::Result<LockGuard>, Instant)> {
-    let waiter = spawn_acquire(lock, CALL);
-    wait_children(
-        observer,
-        path,
-        Duration::from_secs(10),
-        "the waiter queued",
-        |c| c.len() == 2,
-    )
-    .await;
-    waiter
-}
-
 /// After the holder of `holder_node` gave up the lock: the queued `waiter` is granted, and the
 /// holder's node is gone.
 async fn hand_over(
@@ -279,7 +253,7 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
         .await
         .expect("acquire");
     let node = guard.node().to_owned();
-    let waiter = queue_waiter(&waiter_lock, &waiter_client, path).await;
+    let (waiter, _) = queue_waiter(&waiter_lock, &waiter_client, path, CALL).await;
     drop(guard);
     hand_over(&waiter_client, path, &node, waiter).await;
 
@@ -298,7 +272,7 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
     let node = within("the panicking holder's grant", CALL, node_rx)
         .await
         .expect("node");
-    let waiter = queue_waiter(&waiter_lock, &waiter_client, path).await;
+    let (waiter, _) = queue_waiter(&waiter_lock, &waiter_client, path, CALL).await;
     let _ = go_tx.send(());
     let joined = within("the panicking holder", CALL, holder).await;
     assert!(
@@ -312,7 +286,7 @@ async fn a_dropped_guard_or_a_panicking_holder_hands_the_lock_over() {
         .await
         .expect("acquire");
     let node = guard.node().to_owned();
-    let waiter = queue_waiter(&waiter_lock, &waiter_client, path).await;
+    let (waiter, _) = queue_waiter(&waiter_lock, &waiter_client, path, CALL).await;
     let thread = std::thread::spawn(move || {
         let _guard = guard;
         panic!("the thread panics while holding the lock");

@@ -143,15 +143,8 @@ async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
     let path = "/fault/cut-waiter";
     let holder = acquire(&holder_client, path).await;
     let holder_name = name(holder.node());
-    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
-    let listing = wait_children(
-        &holder_client,
-        path,
-        Duration::from_secs(10),
-        "the waiter queued",
-        |c| c.len() == 2,
-    )
-    .await;
+    let (waiter, listing) =
+        queue_waiter(&Lock::new(&waiter_client, path), &holder_client, path, CALL).await;
     let waiter_name = listing
         .into_iter()
         .find(|c| *c != holder_name)

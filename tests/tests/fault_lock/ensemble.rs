@@ -179,15 +179,8 @@ async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
     let holder = acquire(&holder_client, path).await;
     let holder_node = holder.node().to_owned();
     let waiter_states = StateLog::record(&waiter_client);
-    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
-    let listing = wait_children(
-        &waiter_client,
-        path,
-        Duration::from_secs(10),
-        "the waiter queued",
-        |c| c.len() == 2,
-    )
-    .await;
+    let (waiter, listing) =
+        queue_waiter(&Lock::new(&waiter_client, path), &waiter_client, path, CALL).await;
     let holder_name = name(&holder_node);
     let waiter_name = listing
         .into_iter()

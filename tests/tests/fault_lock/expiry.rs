@@ -25,13 +25,11 @@ async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
     let path = "/fault/expired-waiter";
     let holder = acquire(&holder_client, path).await;
     let holder_name = name(holder.node());
-    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), SESSION * 10);
-    let listing = wait_children(
+    let (waiter, listing) = queue_waiter(
+        &Lock::new(&waiter_client, path),
         &holder_client,
         path,
-        Duration::from_secs(10),
-        "the waiter queued",
-        |c| c.len() == 2,
+        SESSION * 10,
     )
     .await;
     let waiter_name = listing

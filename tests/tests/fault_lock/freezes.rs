@@ -213,15 +213,8 @@ async fn a_short_freeze_loses_nothing_and_grants_nothing() {
     mkdirs(&waiter_client, seq).await;
     let holder = acquire(&holder_client, path).await;
     let holder_node = holder.node().to_owned();
-    let waiter = spawn_acquire(&Lock::new(&waiter_client, path), CALL);
-    wait_children(
-        &waiter_client,
-        path,
-        Duration::from_secs(10),
-        "the waiter queued",
-        |c| c.len() == 2,
-    )
-    .await;
+    let (waiter, _) =
+        queue_waiter(&Lock::new(&waiter_client, path), &waiter_client, path, CALL).await;
     let sid = holder_client.session_id();
     let holder_states = StateLog::record(&holder_client);
     // A round trip right before the freeze: the read timeout counts from now.

@@ -107,6 +107,30 @@ fn spawn_acquire(
     })
 }
 
+/// Starts a waiter on `lock` (its acquire bounded by `limit`, as [`spawn_acquire`]) and waits
+/// until its node is queued beside the holder's: two children of `path`, as `observer` lists
+/// them. Returns the waiter's task and that listing.
+async fn queue_waiter(
+    lock: &Lock,
+    observer: &Client,
+    path: &str,
+    limit: Duration,
+) -> (
+    tokio::task::JoinHandle<(zk_recipes::Result<LockGuard>, Instant)>,
+    Vec<String>,
+) {
+    let waiter = spawn_acquire(lock, limit);
+    let listing = wait_children(
+        observer,
+        path,
+        Duration::from_secs(10),
+        "the waiter queued",
+        |c| c.len() == 2,
+    )
+    .await;
+    (waiter, listing)
+}
+
 /// Waits (at most 2 s) until the guard reports `validity`: the guard follows the client's
 /// state through its own watch, a task hop behind the client's state.
 async fn wait_validity(guard: &LockGuard, validity: Validity) {
