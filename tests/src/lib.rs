@@ -26,6 +26,9 @@
 //!   session-state log, node listings, and a `serial()` guard for tests that start JVMs. Turn
 //!   it on in a dev-dependency: `zk-testkit = { workspace = true, features = ["client"] }`.
 //!   It also runs reconfigs from tests: `add_member`, `remove_member`, `replace_member`.
+//! - `servers` (a default feature): everything that starts servers, above. Without it the kit
+//!   has no dependencies and is its light core: [`ZkInstall`], [`four_letter`] and [`Mode`],
+//!   [`free_port`], and [`Error`]; `rzk server` links only that (`default-features = false`).
 //!
 //! The API is synchronous (std processes and sockets); call it from `#[test]` functions, or
 //! from async tests through `tokio::task::spawn_blocking` when a start must not block a runtime
@@ -117,36 +120,57 @@
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "servers")]
 mod dynamic;
+#[cfg(feature = "servers")]
 mod ensemble;
+// Without `servers`, `Error::io` (for the server modules) has no caller.
+#[cfg_attr(not(feature = "servers"), allow(dead_code))]
 mod error;
+#[cfg(feature = "servers")]
 pub mod fault;
 mod four_letter;
 mod install;
+#[cfg(feature = "servers")]
 pub mod java;
+#[cfg(feature = "servers")]
 pub mod kdc;
+#[cfg(feature = "servers")]
 mod options;
+#[cfg(feature = "servers")]
 pub mod partition;
 mod ports;
+#[cfg(feature = "servers")]
 mod process;
+#[cfg(feature = "servers")]
 pub mod raw;
+#[cfg(feature = "servers")]
 mod sasl;
+#[cfg(feature = "servers")]
 mod server;
+#[cfg(feature = "servers")]
 mod tls;
+#[cfg(feature = "servers")]
 mod workdir;
 
+#[cfg(feature = "servers")]
 pub use dynamic::{DynamicEnsemble, DynamicEnsembleBuilder, DynamicMember, Joiner};
+#[cfg(feature = "servers")]
 pub use ensemble::{Ensemble, EnsembleBuilder, EnsembleServer, QUORUM_MAIN};
 pub use error::{Error, INSTALL_HINT, KERBEROS_INSTALL_HINT, Result, started};
 pub use four_letter::{FOUR_LETTER_TIMEOUT, Mode, four_letter};
 pub use install::{DEBIAN_JAR_DIR, ENV_CLASSPATH, ENV_JAVA, ZkInstall};
 pub use ports::{free_port, free_ports};
+#[cfg(feature = "servers")]
 pub use sasl::{DigestJaas, SASL_PROVIDER};
+#[cfg(feature = "servers")]
 pub use server::{STANDALONE_MAIN, ZkServer, ZkServerBuilder};
+#[cfg(feature = "servers")]
 pub use tls::{ClientAuth, Pkcs12Tool, TestCerts};
+#[cfg(feature = "servers")]
 pub use workdir::{ENV_DIR, ENV_KEEP, base_dir, reap_orphans};
 
-#[cfg(test)]
+#[cfg(all(test, feature = "servers"))]
 mod tests {
     fn assert_send_sync<T: Send + Sync>() {}
 
