@@ -17,6 +17,8 @@ cargo test --workspace --locked "$@"
 cargo test -p zk-proto --features kerberos --locked --test kerberos
 # docs/security.md's Kerberos examples compile only with the feature.
 cargo test -p zk-proto --features kerberos --locked --doc
+# `rzk bench` is in rzk only with its `bench` feature: its test and unit tests with it.
+cargo test -p rzk --features bench --locked --bins --test coordination bench
 # The partition suite, one run per scenario (docs/partitions.md): a promise broken fails the
 # run. Skipped with one line on a machine without network namespaces (not root).
 scripts/partitions.sh --quick

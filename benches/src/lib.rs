@@ -5,10 +5,12 @@
 //! - [`latency`]: per-operation latency of raw calls, the lock recipe and the leader latch
 //!   against a real server (`src/bin/lock_latency.rs`, `docs/performance.md`).
 //! - [`json`]: how both print JSON (through `serde_json`).
+//! - [`args`]: what the binaries' command lines (clap) share.
 //!
 //! The `sessions`, `soak` and `tree_cache` binaries are self-contained in `src/bin/`, but for
 //! [`runtime`] and [`local_server`], which every one of them needs.
 
+pub mod args;
 pub mod codec;
 pub mod json;
 pub mod latency;

@@ -5,20 +5,12 @@
 
 use std::process::ExitCode;
 
-use zk_benches::codec::{self, Cli, USAGE};
+use clap::Parser as _;
+use zk_benches::codec;
 
 fn main() -> ExitCode {
-    let options = match codec::Options::parse(std::env::args_os().skip(1)) {
-        Ok(Cli::Run(options)) => options,
-        Ok(Cli::Help) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("codec: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
+    let options = codec::Options::parse();
     match codec::run(&options) {
         Ok(report) if options.json => {
             print!("{}", report.to_json());

@@ -8,20 +8,11 @@
 
 use std::process::ExitCode;
 
-use zk_benches::latency::{self, Cli, USAGE};
+use zk_benches::latency;
 
 fn main() -> ExitCode {
-    let options = match latency::Options::parse(std::env::args_os().skip(1)) {
-        Ok(Cli::Run(options)) => options,
-        Ok(Cli::Help) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("lock_latency: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
+    let options = latency::Options::parse(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
     let outcome = match latency::run(&options) {
         Ok(outcome) => outcome,
         Err(e) => {

@@ -17,14 +17,41 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser as _;
 use serde::Serialize;
+use zk_benches::args::positive;
 use zk_proto::Client;
 use zk_testkit::{Ensemble, four_letter};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage: quorum_check [--sessions N (100)] [--timeout-ms T (4000)] \
-                     [--seconds D per block (5)] [--blocks B per side (2)] [--json]";
+/// The command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "quorum_check",
+    override_usage = "cargo run --release -p zk-benches --bin quorum_check -- [options]",
+    about = "What the quorum check costs the ensemble's leader.",
+    help_template = zk_benches::args::HELP_TEMPLATE,
+    max_term_width = zk_benches::args::HELP_WIDTH,
+    args_override_self = true
+)]
+struct Args {
+    /// idle sessions on the followers
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = positive::<usize>)]
+    sessions: usize,
+    /// the sessions' timeout, in ms
+    #[arg(long, value_name = "T", default_value_t = 4_000, value_parser = positive::<u64>)]
+    timeout_ms: u64,
+    /// seconds per block
+    #[arg(long, value_name = "D", default_value_t = 5, value_parser = positive::<u64>)]
+    seconds: u64,
+    /// blocks per side (check off, check held)
+    #[arg(long, value_name = "B", default_value_t = 2, value_parser = positive::<usize>)]
+    blocks: usize,
+    /// one JSON object on stdout
+    #[arg(long)]
+    json: bool,
+}
 
 struct Options {
     sessions: usize,
@@ -34,39 +61,16 @@ struct Options {
     json: bool,
 }
 
-fn parse() -> Result<Options, String> {
-    let mut options = Options {
-        sessions: 100,
-        timeout: Duration::from_millis(4_000),
-        seconds: 5,
-        blocks: 2,
-        json: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut number = |name: &str| -> Result<u64, String> {
-            let v = args.next().ok_or_else(|| format!("{name} needs a value"))?;
-            v.parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{name}: not a positive integer: {v:?}"))
-        };
-        match arg.as_str() {
-            "--sessions" => {
-                options.sessions =
-                    usize::try_from(number("--sessions")?).map_err(|e| e.to_string())?
-            }
-            "--timeout-ms" => options.timeout = Duration::from_millis(number("--timeout-ms")?),
-            "--seconds" => options.seconds = number("--seconds")?,
-            "--blocks" => {
-                options.blocks = usize::try_from(number("--blocks")?).map_err(|e| e.to_string())?;
-            }
-            "--json" => options.json = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
+impl From<Args> for Options {
+    fn from(args: Args) -> Options {
+        Options {
+            sessions: args.sessions,
+            timeout: Duration::from_millis(args.timeout_ms),
+            seconds: args.seconds,
+            blocks: args.blocks,
+            json: args.json,
         }
     }
-    Ok(options)
 }
 
 /// The numeric lines of a server's `mntr`.
@@ -191,16 +195,8 @@ fn add(total: &mut Block, block: Block) {
 }
 
 fn main() -> ExitCode {
-    let options = match parse() {
-        Ok(options) => options,
-        Err(message) => {
-            if !message.is_empty() {
-                eprintln!("quorum_check: {message}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
+    let options = Options::from(Args::parse());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -244,5 +240,15 @@ fn main() -> ExitCode {
             eprintln!("quorum_check: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod command_line {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_is_consistent() {
+        super::Args::command().debug_assert();
     }
 }

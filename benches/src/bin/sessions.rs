@@ -17,51 +17,40 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use clap::Parser as _;
+use zk_benches::args::positive;
 use zk_proto::{Client, CreateOptions, EventType};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage: sessions [--sessions N (500)] [--ops N (200000)] \
-                     [--in-flight N per session (32)] [--connect HOST:PORT[,...]] [--json]";
-
+/// The command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "sessions",
+    override_usage = "cargo run --release -p zk-benches --bin sessions -- [options]",
+    about = "Many sessions in one process: client memory per idle session, then a mixed \
+             pipelined load.",
+    help_template = zk_benches::args::HELP_TEMPLATE,
+    max_term_width = zk_benches::args::HELP_WIDTH,
+    args_override_self = true
+)]
 struct Options {
+    /// sessions to open
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = positive::<usize>)]
     sessions: usize,
+    /// mixed operations in all
+    #[arg(long, value_name = "N", default_value_t = 200_000, value_parser = positive::<usize>)]
     ops: usize,
+    /// requests in flight per session
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = positive::<usize>)]
     in_flight: usize,
+    /// measure against that server or ensemble
+    /// (default: a local server, started and stopped)
+    #[arg(long, value_name = "HOST:PORT[,...]", verbatim_doc_comment)]
     connect: Option<String>,
+    /// one JSON object on stdout
+    #[arg(long)]
     json: bool,
-}
-
-fn parse() -> Result<Options, String> {
-    let mut options = Options {
-        sessions: 500,
-        ops: 200_000,
-        in_flight: 32,
-        connect: None,
-        json: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut number = |name: &str| -> Result<usize, String> {
-            let v = args.next().ok_or_else(|| format!("{name} needs a value"))?;
-            v.parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{name}: not a positive integer: {v:?}"))
-        };
-        match arg.as_str() {
-            "--sessions" => options.sessions = number("--sessions")?,
-            "--ops" => options.ops = number("--ops")?,
-            "--in-flight" => options.in_flight = number("--in-flight")?,
-            "--connect" => {
-                options.connect = Some(args.next().ok_or("--connect needs a value")?);
-            }
-            "--json" => options.json = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(options)
 }
 
 /// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`), if readable.
@@ -247,13 +236,8 @@ fn json_num(v: Option<f64>) -> String {
 }
 
 fn main() -> ExitCode {
-    let options = match parse() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("sessions: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
+    let options = Options::parse();
     let (server, connect) =
         match zk_benches::local_server("sessions", options.connect.as_deref(), || {
             eprintln!("sessions: starting a local ZooKeeper (maxClientCnxns=0)...");
@@ -312,4 +296,14 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod command_line {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_is_consistent() {
+        super::Options::command().debug_assert();
+    }
 }

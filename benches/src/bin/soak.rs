@@ -17,14 +17,39 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::Parser as _;
+use zk_benches::args::positive_number;
 use zk_proto::Client;
 use zk_recipes::Error;
 use zk_recipes::lock::Lock;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage: soak [--minutes M (1)] [--sessions N (8)] \
-                     [--restart-every SECONDS (4)] [--json]";
+/// The command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "soak",
+    override_usage = "cargo run --release -p zk-benches --bin soak -- [options]",
+    about = "Soak: lock contention on a local three-server ensemble while its servers are\
+             \nkilled and restarted, one every few seconds, for a given time.",
+    help_template = zk_benches::args::HELP_TEMPLATE,
+    max_term_width = zk_benches::args::HELP_WIDTH,
+    args_override_self = true
+)]
+struct Args {
+    /// how long to run, in minutes
+    #[arg(long, value_name = "M", default_value_t = 1.0, value_parser = positive_number)]
+    minutes: f64,
+    /// contenders, one session each (rounded up)
+    #[arg(long, value_name = "N", default_value_t = 8.0, value_parser = positive_number)]
+    sessions: f64,
+    /// seconds between two server restarts
+    #[arg(long, value_name = "SECONDS", default_value_t = 4.0, value_parser = positive_number)]
+    restart_every: f64,
+    /// one JSON object on stdout
+    #[arg(long)]
+    json: bool,
+}
 
 struct Options {
     duration: Duration,
@@ -33,34 +58,15 @@ struct Options {
     json: bool,
 }
 
-fn parse() -> Result<Options, String> {
-    let mut options = Options {
-        duration: Duration::from_secs(60),
-        sessions: 8,
-        restart_every: Duration::from_secs(4),
-        json: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut number = |name: &str| -> Result<f64, String> {
-            let v = args.next().ok_or_else(|| format!("{name} needs a value"))?;
-            v.parse::<f64>()
-                .ok()
-                .filter(|n| n.is_finite() && *n > 0.0)
-                .ok_or_else(|| format!("{name}: not a positive number: {v:?}"))
-        };
-        match arg.as_str() {
-            "--minutes" => options.duration = Duration::from_secs_f64(number("--minutes")? * 60.0),
-            "--sessions" => options.sessions = number("--sessions")?.ceil() as usize,
-            "--restart-every" => {
-                options.restart_every = Duration::from_secs_f64(number("--restart-every")?);
-            }
-            "--json" => options.json = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
+impl From<Args> for Options {
+    fn from(args: Args) -> Options {
+        Options {
+            duration: Duration::from_secs_f64(args.minutes * 60.0),
+            sessions: args.sessions.ceil() as usize,
+            restart_every: Duration::from_secs_f64(args.restart_every),
+            json: args.json,
         }
     }
-    Ok(options)
 }
 
 #[derive(Default)]
@@ -217,13 +223,8 @@ async fn run(options: &Options, tally: Arc<Tally>) -> Result<Report, BoxError> {
 }
 
 fn main() -> ExitCode {
-    let options = match parse() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("soak: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
+    let options = Options::from(Args::parse());
     let runtime = match zk_benches::runtime("soak") {
         Ok(runtime) => runtime,
         Err(code) => return code,
@@ -275,4 +276,14 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod command_line {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_is_consistent() {
+        super::Args::command().debug_assert();
+    }
 }

@@ -26,16 +26,14 @@
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+use clap::Parser as _;
 use serde_json::json;
+use zk_benches::args::positive;
 use zk_benches::latency::{PRODUCTION_JIT, SMALL_MACHINE_SERVER, cpu_now};
 use zk_proto::{Client, CreateOptions};
 use zk_recipes::cache::{CacheEvent, TreeCache};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-const USAGE: &str = "usage: tree_cache [--nodes N (100000)] [--fanout N (100)] \
-                     [--writes N (20000)] [--sample N (2000)] [--in-flight N (512)] \
-                     [--read-batch N (64)] [--connect HOST:PORT[,...]] [--json]";
 
 /// Data of every node.
 const DATA: [u8; 32] = [b'x'; 32];
@@ -44,55 +42,53 @@ const WRITE_WINDOW: usize = 64;
 /// Creates in flight while the child process writes the tree.
 const CREATE_WINDOW: usize = 512;
 
+/// The command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "tree_cache",
+    override_usage = "cargo run --release -p zk-benches --bin tree_cache -- [options]",
+    about = "The tree cache: its pipelined initial load against one round trip per node, its\
+             \nresident memory per cached node, and how fast it follows a steady stream of writes.",
+    help_template = zk_benches::args::HELP_TEMPLATE,
+    max_term_width = zk_benches::args::HELP_WIDTH,
+    args_override_self = true
+)]
 struct Options {
+    /// nodes in the tree
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = positive::<usize>)]
     nodes: usize,
+    /// children per group
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = positive::<usize>)]
     fanout: usize,
+    /// writes that the cache follows
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = positive::<usize>)]
     writes: usize,
+    /// sequential getData calls (sequential_get)
+    #[arg(long, value_name = "N", default_value_t = 2_000, value_parser = positive::<usize>)]
     sample: usize,
+    /// the cache's reads in flight in its initial load
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = positive::<usize>)]
     in_flight: usize,
+    /// sibling nodes read in one batch during the initial load
+    /// (1: one getData per node)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 64,
+        value_parser = positive::<usize>,
+        verbatim_doc_comment
+    )]
     read_batch: usize,
+    /// measure against that server or ensemble
+    /// (default: a local server, started and stopped)
+    #[arg(long, value_name = "HOST:PORT[,...]", verbatim_doc_comment)]
     connect: Option<String>,
+    /// one JSON object on stdout
+    #[arg(long)]
     json: bool,
     /// Internal: write the tree at this root and exit (the child process).
+    #[arg(long, value_name = "ROOT", hide = true)]
     populate: Option<String>,
-}
-
-fn parse() -> Result<Options, String> {
-    let mut options = Options {
-        nodes: 100_000,
-        fanout: 100,
-        writes: 20_000,
-        sample: 2_000,
-        in_flight: 512,
-        read_batch: 64,
-        connect: None,
-        json: false,
-        populate: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        let number = |name: &str, v: String| {
-            v.parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{name}: not a positive integer: {v:?}"))
-        };
-        match arg.as_str() {
-            "--nodes" => options.nodes = number("--nodes", value("--nodes")?)?,
-            "--fanout" => options.fanout = number("--fanout", value("--fanout")?)?,
-            "--writes" => options.writes = number("--writes", value("--writes")?)?,
-            "--sample" => options.sample = number("--sample", value("--sample")?)?,
-            "--in-flight" => options.in_flight = number("--in-flight", value("--in-flight")?)?,
-            "--read-batch" => options.read_batch = number("--read-batch", value("--read-batch")?)?,
-            "--connect" => options.connect = Some(value("--connect")?),
-            "--populate" => options.populate = Some(value("--populate")?),
-            "--json" => options.json = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(options)
 }
 
 /// `VmRSS` of `/proc/self/status` in bytes, if readable.
@@ -327,13 +323,8 @@ fn print(report: &Report, options: &Options) {
 }
 
 fn main() -> ExitCode {
-    let options = match parse() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("tree_cache: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
+    let options = Options::parse();
     let local = || {
         eprintln!("tree_cache: starting a local ZooKeeper (forceSync off)...");
         let mut builder = zk_testkit::ZkServer::builder()
@@ -373,4 +364,14 @@ fn main() -> ExitCode {
     drop(server);
     print(&report, &options);
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod command_line {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_is_consistent() {
+        super::Options::command().debug_assert();
+    }
 }

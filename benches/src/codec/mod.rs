@@ -31,7 +31,6 @@ mod reference;
 mod report;
 mod timing;
 
-use std::ffi::OsString;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -52,65 +51,30 @@ pub const INSTALL_HINT: &str = "run scripts/install-deps.sh (Debian: apt-get ins
      default-jre-headless default-jdk-headless zookeeper), point ZK_CLASSPATH at the ZooKeeper \
      jars, or pass --no-java to time only our codec";
 
-/// The command-line help of the `codec` binary.
-pub const USAGE: &str = "\
-usage: cargo run --release -p zk-benches --bin codec -- [--json] [--quick] [--no-java]
-
-Encode and decode throughput of the jute codec against the reference Java serializer
-(ZooKeeper 3.8 zookeeper-jute.jar) on the same bytes, with the ratio ours/reference
-(below 1: we are faster).
-
-  --json     print one JSON document on stdout instead of the table
-  --quick    a short run (a few seconds; smoke tests, not for quoting figures)
-  --no-java  skip the reference (no cross-check, no ratios)
-  -h, --help print this help
-
-Environment: ZK_JAVA (java binary), ZK_CLASSPATH (ZooKeeper jars, default /usr/share/java).";
-
-/// Command-line options of the codec benchmark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Command-line options of the codec benchmark (the `codec` binary's command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::Parser)]
+#[command(
+    name = "codec",
+    override_usage = "cargo run --release -p zk-benches --bin codec -- [--json] [--quick] [--no-java]",
+    about = "Encode and decode throughput of the jute codec against the reference Java serializer\
+             \n(ZooKeeper 3.8 zookeeper-jute.jar) on the same bytes, with the ratio ours/reference\
+             \n(below 1: we are faster).",
+    after_help = "Environment: ZK_JAVA (java binary), ZK_CLASSPATH (ZooKeeper jars, default \
+                  /usr/share/java).",
+    help_template = crate::args::HELP_TEMPLATE,
+    max_term_width = crate::args::HELP_WIDTH,
+    args_override_self = true
+)]
 pub struct Options {
-    /// Print JSON instead of a table.
+    /// print one JSON document on stdout instead of the table
+    #[arg(long)]
     pub json: bool,
-    /// A short run.
+    /// a short run (a few seconds; smoke tests, not for quoting figures)
+    #[arg(long)]
     pub quick: bool,
-    /// Do not run the reference.
+    /// skip the reference (no cross-check, no ratios)
+    #[arg(long)]
     pub no_java: bool,
-}
-
-/// What the command line asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cli {
-    /// Run the benchmark.
-    Run(Options),
-    /// Print [`USAGE`].
-    Help,
-}
-
-impl Options {
-    /// Parses the arguments after the program name.
-    ///
-    /// # Errors
-    ///
-    /// A message naming the first unknown argument.
-    pub fn parse<I, S>(args: I) -> Result<Cli, String>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
-        let mut options = Options::default();
-        for arg in args {
-            let arg = arg.into();
-            match arg.to_str() {
-                Some("--json") => options.json = true,
-                Some("--quick") => options.quick = true,
-                Some("--no-java") => options.no_java = true,
-                Some("-h" | "--help") => return Ok(Cli::Help),
-                _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
-            }
-        }
-        Ok(Cli::Run(options))
-    }
 }
 
 /// How long each side measures.
@@ -201,16 +165,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_command_is_consistent() {
+        use clap::CommandFactory as _;
+        Options::command().debug_assert();
+    }
+
+    #[test]
     fn options_parse() {
+        use clap::Parser as _;
         assert_eq!(
-            Options::parse(["--json", "--quick"]),
-            Ok(Cli::Run(Options {
+            Options::try_parse_from(["codec", "--json", "--quick"]).ok(),
+            Some(Options {
                 json: true,
                 quick: true,
                 no_java: false
-            }))
+            })
         );
-        assert_eq!(Options::parse(["--help"]), Ok(Cli::Help));
-        assert!(Options::parse(["--fast"]).is_err());
+        let help = Options::try_parse_from(["codec", "--help"]).expect_err("help");
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(
+            help.to_string()
+                .starts_with("usage: cargo run --release -p zk-benches --bin codec")
+        );
+        assert!(Options::try_parse_from(["codec", "--fast"]).is_err());
     }
 }

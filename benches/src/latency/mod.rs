@@ -3,7 +3,7 @@
 //! ([`zk_recipes::election::LeaderLatch`]) against a real server, with the server's packet and
 //! transaction counters read around each workload.
 //!
-//! - [`Options::parse`] reads the command line ([`USAGE`]; `cli.rs`).
+//! - [`Options::parse`] reads the command line ([`Args`], clap; `cli.rs`).
 //! - [`run`] starts a local server or ensemble with the test kit (unless `--connect` names one),
 //!   runs the workloads ([`Workload`]; `workloads.rs`, counters in `servers.rs`) in blocks,
 //!   with the reference clients ([`RefClient`]; `reference.rs`,
@@ -25,7 +25,7 @@ mod svg;
 mod table;
 mod workloads;
 
-pub use cli::{Cli, Counts, Options, USAGE};
+pub use cli::{Args, Clients, Counts, Options, Workloads};
 pub use metric::{Metric, ratios, ratios_to_ref};
 pub use reference::{RefClient, classpath as reference_classpath};
 pub use servers::server_addrs;

@@ -371,11 +371,13 @@ pub(crate) enum Command {
     /// A local ZooKeeper on 127.0.0.1 for development: start (it stays up after rzk exits),
     /// status, stop
     Server(ServerArgs),
-    /// Run the lock-latency benchmark (rzk bench --help for its options)
-    #[command(disable_help_flag = true)]
+    /// Run the lock-latency benchmark (rzk bench --help for its options; only in an rzk built
+    /// with the feature `bench`)
+    #[command(disable_help_flag = true, hide = cfg!(not(feature = "bench")))]
     Bench {
         /// The benchmark's options (see rzk bench --help); without --connect it starts a
-        /// local ZooKeeper (needs Java and ZooKeeper installed); --server is not used
+        /// local ZooKeeper (needs Java and ZooKeeper installed); --server is not used; --sasl,
+        /// which rzk takes with a value, goes after --: rzk bench -- --sasl
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,

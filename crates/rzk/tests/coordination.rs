@@ -226,6 +226,8 @@ async fn a_gate_opens_when_its_count_joined_and_barriers_run_together() {
     assert_eq!(ran, ["first", "second"]);
 }
 
+// `rzk bench` is in rzk only with the feature `bench` (scripts/test.sh runs this with it).
+#[cfg(feature = "bench")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_prints_its_help_and_measures_a_server() {
     let _serial = serial().await;

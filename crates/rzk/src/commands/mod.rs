@@ -44,7 +44,7 @@ pub(crate) fn run(cli: Cli) -> u8 {
     };
     let result = match cli.command {
         None | Some(Command::Shell) => return crate::shell::run(cli.global),
-        Some(Command::Bench { args }) => bench::run(args, out),
+        Some(Command::Bench { args }) => bench::run(args, cli.global.tls, out),
         Some(Command::Server(args)) => server::run(&args, out),
         Some(command) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
