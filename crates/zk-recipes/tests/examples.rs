@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use zk_testkit::ZkServer;
 use zk_testkit::client::start_server_with;
+use zk_testkit::{ClientAuth, ZkServer};
 
 /// An example's executable: `target/<profile>/examples/<name>`, beside this test's directory.
 fn example(name: &str) -> PathBuf {
@@ -29,8 +29,13 @@ fn example(name: &str) -> PathBuf {
 
 /// Runs example `name` against `server` (bounded) and returns its standard output.
 async fn run(server: &ZkServer, name: &str) -> String {
+    run_with(name, &[server.connect_string()]).await
+}
+
+/// Runs example `name` with `args` (bounded) and returns its standard output.
+async fn run_with(name: &str, args: &[String]) -> String {
     let mut command = tokio::process::Command::from(Command::new(example(name)));
-    command.arg(server.connect_string()).kill_on_drop(true);
+    command.args(args).kill_on_drop(true);
     let output = tokio::time::timeout(Duration::from_secs(60), command.output())
         .await
         .unwrap_or_else(|_| panic!("example {name} did not finish within 60 s"))
@@ -84,6 +89,43 @@ async fn every_example_runs_against_a_real_server() {
         .collect();
     assert_eq!(out.lines().collect::<Vec<_>>(), expected, "{out}");
 
+    let out = run(&server, "persistent_watch").await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "watching /example-tree and everything under it",
+            "NodeCreated on /example-tree/a",
+            "NodeDataChanged on /example-tree/a",
+            "NodeDeleted on /example-tree/a",
+            "watch removed",
+        ],
+        "{out}"
+    );
+
+    let out = run(&server, "multi").await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "created 2 nodes in one transaction",
+            "the transaction failed (BadVersion (-103): version conflict), nothing applied",
+            "/example-config holds \"v1\" (version 0)",
+            "/example-config-ready has 0 children",
+        ],
+        "{out}"
+    );
+
+    let out = run(&server, "tree_cache").await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "loaded 2 nodes",
+            "db is at 10.0.0.5:5432 (read from the cache)",
+            "added /example-services/api",
+            "done",
+        ],
+        "{out}"
+    );
+
     let out = run(&server, "barrier").await;
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 7, "{out}");
@@ -94,8 +136,38 @@ async fn every_example_runs_against_a_real_server() {
     assert_eq!(lines.last(), Some(&"the round is over"), "{out}");
 }
 
-/// Every example, as a newcomer runs it first.
-const EXAMPLES: [&str; 4] = ["get_set_watch", "lock", "leader_latch", "barrier"];
+/// Over TLS with a client certificate, against a server that requires one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tls_example_connects_with_a_client_certificate() {
+    let server = start_server_with(ZkServer::builder().tls(ClientAuth::Need)).await;
+    let certs = server.tls_certs().expect("a TLS server has certificates");
+    let path = |p: std::path::PathBuf| p.display().to_string();
+    let args = [
+        server.tls_connect_string().expect("a secure port"),
+        path(certs.ca()),
+        path(certs.client_cert()),
+        path(certs.client_key()),
+    ];
+    let out = run_with("tls", &args).await;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("connected over TLS: session 0x"),
+        "{out}"
+    );
+    assert_eq!(lines[1..], ["read / (version 0)", "closed"], "{out}");
+}
+
+/// Every example that takes only a connect string, as a newcomer runs it first.
+const EXAMPLES: [&str; 7] = [
+    "get_set_watch",
+    "persistent_watch",
+    "multi",
+    "tree_cache",
+    "lock",
+    "leader_latch",
+    "barrier",
+];
 
 /// Runs example `name` against `connect`, where no ZooKeeper server answers, and checks that it
 /// fails within `limit` with exactly one line on standard error, which names the address and

@@ -8,7 +8,7 @@ use std::error::Error as StdError;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use zk_recipes::zk_proto::{Client, ConnectFailure, Error};
+use zk_recipes::zk_proto::{Client, ClientBuilder, ConnectFailure, Error};
 
 /// The example's error: anything it can fail with, printed with `Display`.
 pub(crate) type Result<T> = std::result::Result<T, Box<dyn StdError + Send + Sync>>;
@@ -23,8 +23,17 @@ pub(crate) fn connect_string() -> String {
 /// Connects to `connect`, giving up at once when every server refused the connection
 /// (`fail_fast`) and after 5 s when none answers (`connect_timeout`), instead of retrying for
 /// the session timeout (30 s) as a long-running service would.
+#[allow(
+    dead_code,
+    reason = "the tls example configures its own builder and calls connect_with"
+)]
 pub(crate) async fn connect(connect: &str) -> Result<Client> {
-    Client::builder()
+    connect_with(Client::builder(), connect).await
+}
+
+/// [`connect`] with a builder configured by the example (TLS, authentication).
+pub(crate) async fn connect_with(builder: ClientBuilder, connect: &str) -> Result<Client> {
+    builder
         .fail_fast(true)
         .connect_timeout(Some(Duration::from_secs(5)))
         .connect(connect)
