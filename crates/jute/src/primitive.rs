@@ -190,7 +190,7 @@ impl Decode for Option<String> {
     fn decode(reader: &mut Reader) -> Result<Self, DecodeError> {
         match reader.read_len()? {
             None => Ok(None),
-            Some(len) => decode_string(&reader.read_slice(len)?).map(Some),
+            Some(len) => reader.read_borrowed(len, decode_string)?.map(Some),
         }
     }
 }

@@ -152,12 +152,31 @@ impl Reader {
 
     /// Takes the next `len` bytes as a slice of the input, after checking they are there.
     pub fn read_slice(&mut self, len: usize) -> Result<Bytes, DecodeError> {
+        self.check_remaining(len)?;
+        Ok(self.buf.split_to(len))
+    }
+
+    /// Lends the next `len` bytes to `read` and moves past them, after checking they are there.
+    /// Unlike [`read_slice`](Self::read_slice), no slice of the input is made, so the input's
+    /// reference count is not touched: for values copied out at once (strings).
+    pub fn read_borrowed<T>(
+        &mut self,
+        len: usize,
+        read: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T, DecodeError> {
+        self.check_remaining(len)?;
+        let value = read(&self.buf[..len]);
+        self.buf.advance(len);
+        Ok(value)
+    }
+
+    fn check_remaining(&self, len: usize) -> Result<(), DecodeError> {
         if len > self.buf.len() {
             return Err(DecodeError::new(DecodeErrorKind::LengthExceedsInput {
                 len,
                 remaining: self.buf.len(),
             }));
         }
-        Ok(self.buf.split_to(len))
+        Ok(())
     }
 }
