@@ -18,7 +18,10 @@
 //! # Layout
 //!
 //! - [`session`]: the protocol as a deterministic state machine (`handle_*` inputs with an
-//!   explicit `now`, `poll_*` outputs), unit-tested with scripted server frames.
+//!   explicit `now`, `poll_*` outputs), unit-tested with scripted server frames. It is the crate
+//!   [`zk_session`] (no async runtime in its dependency tree), re-exported here with
+//!   [`connect_string`], [`path`], [`acl`], [`ensemble_config`], [`sasl`] and the error types;
+//!   this crate is the tokio driver over it.
 //! - [`Client`]: a cheap, cloneable handle; one tokio task per connection moves the frames.
 //! - [`connect_string`], [`path`], [`acl`]: connect strings and host lists, ZooKeeper's path
 //!   rules and chroot, ACL and digest helpers.
@@ -28,24 +31,18 @@
 //! backpressure; `docs/security.md` TLS (the default feature `tls`: `ClientBuilder::tls`,
 //! `zk+tls://` connect strings, what each TLS error means) and SASL.
 
-pub mod acl;
 mod client;
-pub mod connect_string;
 mod driver;
-pub mod ensemble_config;
-mod error;
-#[cfg(any(test, feature = "fuzzing"))]
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod path;
 mod read_only;
 mod request_timing;
-pub mod sasl;
-mod secret;
-pub mod session;
 #[cfg(feature = "tls")]
 mod tls;
 mod transport;
+
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use zk_session::fuzzing;
+pub use zk_session::{acl, connect_string, ensemble_config, path, sasl, session};
 
 pub use acl::{Acl, ClientInfo, Id};
 pub use client::{
@@ -53,18 +50,17 @@ pub use client::{
     PersistentWatcher, QuorumCheck,
 };
 pub use ensemble_config::TlsPorts;
-pub use error::{
-    AuthFailure, AuthReason, ConnectFailure, Error, ProtocolError, Result, TlsConfigError,
-    TlsFailure,
-};
 pub use jute;
 pub use jute::{AddWatchMode, CreateMode, EventType, KeeperState, Perms, Stat, WatcherType};
 #[cfg(feature = "request-timing")]
 pub use request_timing::{LatencySummary, RequestTiming};
-pub use secret::Secret;
 pub use session::{MultiOperation, SessionState, WatchedEvent};
 #[cfg(feature = "tls")]
 pub use tls::TlsOptions;
+pub use zk_session::{
+    AuthFailure, AuthReason, ConnectFailure, Error, ProtocolError, Result, Secret, TlsConfigError,
+    TlsFailure,
+};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

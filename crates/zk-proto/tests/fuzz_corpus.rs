@@ -1,10 +1,10 @@
 //! Replays the checked-in corpus of the `session_script` fuzz target,
-//! `fuzz/corpus/session_script/`, through `zk_proto::fuzzing::session_script` on stable Rust,
-//! so that every seed and every input a fuzzer found worth keeping is a regression test of
-//! `cargo test`.
+//! `fuzz/corpus/session_script/`, through `zk_proto::fuzzing::session_script` (zk-session's) on
+//! stable Rust, so that every seed and every input a fuzzer found worth keeping is a regression
+//! test of `cargo test`.
 //!
 //! Fuzz with `cargo +nightly fuzz run session_script` from the repository root; the seeds come
-//! from `cargo test -p zk-proto --lib fuzzing::tests::write_seed_corpus -- --ignored`.
+//! from `WRITE_SEEDS=1 cargo test -p zk-session --lib fuzzing::tests::the_seeds_are_in_the_corpus`.
 
 use std::fs;
 use std::path::{Path, PathBuf};

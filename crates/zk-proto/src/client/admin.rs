@@ -8,7 +8,7 @@ use bytes::Bytes;
 use jute::{ReconfigRequest, Stat};
 
 use super::Client;
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 impl Client {
     /// Changes the ensemble's membership incrementally: adds the `joining` servers and

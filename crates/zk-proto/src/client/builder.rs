@@ -9,13 +9,13 @@ use super::{Client, Shared};
 use crate::connect_string::{ConnectString, Security};
 use crate::driver::{Dialer, Driver, Published};
 use crate::ensemble_config::TlsPorts;
-use crate::error::{Error, Result, TlsConfigError};
 use crate::request_timing::{Recorder, SendStamps};
 use crate::sasl::SaslConfig;
 use crate::session::{Session, SessionConfig, SessionState};
 #[cfg(feature = "tls")]
 use crate::tls::TlsOptions;
 use crate::transport::Transport;
+use crate::{Error, Result, TlsConfigError};
 
 /// Builds a [`Client`].
 #[derive(Debug, Clone)]
@@ -343,6 +343,11 @@ impl ClientBuilder {
                             .into(),
                     ));
                 }
+                (other, _) => {
+                    return Err(TlsConfigError::Conflict(format!(
+                        "the connect string asks for {other:?}, which this client does not know"
+                    )));
+                }
             };
             let connector = options.connector()?;
             connector.check_hosts(parsed.hosts())?;
@@ -350,8 +355,9 @@ impl ClientBuilder {
         }
         #[cfg(not(feature = "tls"))]
         match parsed.security() {
-            Security::Tls(_) => Err(TlsConfigError::Unavailable),
             Security::Plain | Security::Unspecified => Ok(Transport::Tcp),
+            // `Security::Tls`, or another security this build cannot provide.
+            _ => Err(TlsConfigError::Unavailable),
         }
     }
 

@@ -10,8 +10,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Client, OneshotWatcher};
 use crate::driver::Command;
-use crate::error::{Error, Result};
 use crate::session::Op;
+use crate::{Error, Result};
 
 impl Client {
     /// The session's password, opaque: with [`session_id`](Self::session_id), what another

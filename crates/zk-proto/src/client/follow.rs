@@ -9,9 +9,9 @@
 
 use std::sync::{Arc, Weak};
 
+use crate::Error;
 use crate::connect_string::HostAddr;
 use crate::ensemble_config::{TlsPorts, client_hosts, tls_hosts};
-use crate::error::Error;
 use crate::session::SessionState;
 
 use super::{Client, Shared};

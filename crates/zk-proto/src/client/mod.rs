@@ -32,8 +32,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::acl::{Acl, ClientInfo};
 use crate::driver::{Command, Delivery, Published, ReplyResult, WatchSink};
-use crate::error::{Error, ProtocolError, Result};
 use crate::session::{MultiOperation, Op, SessionState};
+use crate::{Error, ProtocolError, Result};
 
 #[derive(Debug)]
 struct Shared {

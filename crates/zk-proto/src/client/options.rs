@@ -1,65 +1,11 @@
-//! What a call takes beside its path: how to create a node, and the items of a multi.
-
-use std::time::Duration;
+//! What a call takes beside its path: how to create a node (zk-session's [`CreateOptions`]),
+//! and the items of a multi.
 
 use bytes::Bytes;
-use jute::{CreateMode, Stat};
+use jute::Stat;
 
-use crate::acl::Acl;
-
-use crate::error::Error;
-use crate::session::MultiOperation;
-
-/// How to create a node: mode, ACL and (for TTL modes) time to live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CreateOptions {
-    /// The create mode.
-    pub mode: CreateMode,
-    /// The ACL; [`acl::open_acl_unsafe`](crate::acl::open_acl_unsafe) by default.
-    pub acl: Vec<Acl>,
-    /// Time to live for the TTL modes.
-    pub ttl: Option<Duration>,
-}
-
-impl CreateOptions {
-    /// `mode` with the open ACL and no TTL.
-    pub fn new(mode: CreateMode) -> Self {
-        Self {
-            mode,
-            acl: crate::acl::open_acl_unsafe(),
-            ttl: None,
-        }
-    }
-
-    /// A persistent node with the open ACL.
-    pub fn persistent() -> Self {
-        Self::new(CreateMode::PERSISTENT)
-    }
-
-    /// An ephemeral node with the open ACL.
-    pub fn ephemeral() -> Self {
-        Self::new(CreateMode::EPHEMERAL)
-    }
-
-    /// Replaces the ACL.
-    #[must_use]
-    pub fn with_acl(mut self, acl: Vec<Acl>) -> Self {
-        self.acl = acl;
-        self
-    }
-
-    /// Sets the time to live (TTL modes only).
-    #[must_use]
-    pub fn with_ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    pub(super) fn ttl_ms(&self) -> Option<i64> {
-        self.ttl
-            .map(|ttl| i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
-    }
-}
+use crate::Error;
+pub use crate::session::CreateOptions;
 
 /// The result of one operation of a [`Client::multi`](crate::Client::multi) transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,22 +52,4 @@ pub enum MultiReadItem {
     Children(Vec<String>),
     /// getData's result.
     Data(Bytes, Stat),
-}
-
-impl MultiOperation {
-    /// Creates a node as [`Client::create`](crate::Client::create) does with the same
-    /// options (mode, ACL, TTL).
-    pub fn create(
-        path: impl Into<String>,
-        data: impl Into<Bytes>,
-        options: &CreateOptions,
-    ) -> Self {
-        MultiOperation::Create {
-            path: path.into(),
-            data: data.into(),
-            acl: options.acl.clone(),
-            mode: options.mode,
-            ttl: options.ttl_ms(),
-        }
-    }
 }

@@ -9,8 +9,8 @@ use futures_util::Stream;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::driver::Command;
-use crate::error::{Error, Result};
 use crate::session::WatchedEvent;
+use crate::{Error, Result};
 
 /// A one-shot watch: fires once, or reports why it never will.
 #[derive(Debug)]

@@ -30,12 +30,12 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use crate::connect_string::HostAddr;
-use crate::error::{ConnectFailure, Error};
 use crate::path::Chroot;
 use crate::read_only;
 use crate::request_timing::{DecodedAt, Issued, SendStamps};
 use crate::session::{Op, RequestId, SaslDone, Session, SessionEvent, SessionState, WatchedEvent};
 use crate::transport::Transport;
+use crate::{ConnectFailure, Error};
 
 /// What a request's caller gets back: the response (its body decoded by the op code sent).
 pub(crate) type ReplyResult = Result<Response, Error>;
@@ -276,9 +276,7 @@ impl Driver {
                 | io::ErrorKind::UnexpectedEof => self.ended_failure(&io.to_string()),
                 _ => ConnectFailure::from_io(io),
             },
-            other => {
-                ConnectFailure::Protocol(crate::error::ProtocolError::Frame(other.to_string()))
-            }
+            other => ConnectFailure::Protocol(crate::ProtocolError::Frame(other.to_string())),
         }
     }
 
@@ -681,6 +679,8 @@ impl Driver {
                 }
             }
             SessionEvent::DropConnection(_) => {}
+            // An event of a newer zk-session this driver does not know: nothing to deliver.
+            other => tracing::debug!(?other, "session event not handled"),
         }
     }
 

@@ -21,7 +21,7 @@ use std::task::{Context as TaskContext, Poll};
 use rustls::{AlertDescription, CertificateError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::error::TlsFailure;
+use crate::TlsFailure;
 
 /// What the classification needs to know about the connection.
 #[derive(Debug, Clone)]

@@ -30,7 +30,7 @@ use pkcs8::spki::AlgorithmIdentifierRef;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use zeroize::Zeroizing;
 
-use crate::error::TlsConfigError;
+use crate::TlsConfigError;
 
 /// The highest iteration count accepted for a key derivation (PBKDF2, the PKCS#12 one):
 /// RFC 8018's count "for especially critical keys". Tools write 2,048 (OpenSSL) to 10,000

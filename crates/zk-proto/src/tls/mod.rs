@@ -18,9 +18,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use crate::Secret;
+use crate::TlsConfigError;
 use crate::connect_string::{HostAddr, TlsParams};
-use crate::error::TlsConfigError;
-use crate::secret::Secret;
 
 pub(crate) use classify::Classified;
 
@@ -951,21 +951,18 @@ mod tests {
             PASSWORD.to_owned(),
         ] {
             std::fs::write(&password_file, written).expect("write");
-            let params = TlsParams {
-                ca_file: Some(certs.ca()),
-                keystore_file: Some(bundle.clone()),
-                keystore_password_file: Some(password_file.clone()),
-                ..TlsParams::default()
-            };
+            // TlsParams is zk-session's, and non-exhaustive: built field by field.
+            let mut params = TlsParams::default();
+            params.ca_file = Some(certs.ca());
+            params.keystore_file = Some(bundle.clone());
+            params.keystore_password_file = Some(password_file.clone());
             TlsOptions::from_params(&params)
                 .connector()
                 .expect("the password from its file");
         }
-        let params = TlsParams {
-            keystore_file: Some(bundle),
-            keystore_password_file: Some(dir.0.join("missing")),
-            ..TlsParams::default()
-        };
+        let mut params = TlsParams::default();
+        params.keystore_file = Some(bundle);
+        params.keystore_password_file = Some(dir.0.join("missing"));
         assert!(matches!(
             identity_error(TlsOptions::from_params(&params)),
             TlsConfigError::ReadFile { .. }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// The state of a session, as reported by [`Client::state`](crate::Client::state) and the
+/// The state of a session, as reported by [`Client::state`] and the
 /// state stream.
 ///
 /// ```text
@@ -13,8 +13,11 @@ use std::fmt;
 ///
 /// `Expired`, `AuthFailed` and `Closed` are terminal: the session is over, and every later
 /// call fails. A new session is the caller's choice, or the client's when it renews expired
-/// sessions ([`ClientBuilder::renew_expired_sessions`](crate::ClientBuilder::renew_expired_sessions)):
+/// sessions ([`ClientBuilder::renew_expired_sessions`]):
 /// then `Expired` is followed by `Connecting`, and the client goes on with a new session.
+///
+/// [`Client::state`]: https://docs.rs/zk-proto/latest/zk_proto/struct.Client.html#method.state
+/// [`ClientBuilder::renew_expired_sessions`]: https://docs.rs/zk-proto/latest/zk_proto/struct.ClientBuilder.html#method.renew_expired_sessions
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SessionState {

@@ -36,8 +36,9 @@ pub struct Acl {
     pub id: Id,
 }
 
-/// An identity the session is authenticated as, as [`Client::who_am_i`](crate::Client::who_am_i)
-/// reports it.
+/// An identity the session is authenticated as, as [`Client::who_am_i`] reports it.
+///
+/// [`Client::who_am_i`]: https://docs.rs/zk-proto/latest/zk_proto/struct.Client.html#method.who_am_i
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ClientInfo {
     /// The auth scheme, e.g. `ip` or `digest`.
@@ -96,8 +97,8 @@ pub(crate) fn to_wire(acl: &[Acl]) -> Vec<jute::Acl> {
     acl.iter().map(jute::Acl::from).collect()
 }
 
-/// An ACL list from the wire (a null list is empty).
-pub(crate) fn from_wire(acl: Option<Vec<jute::Acl>>) -> Vec<Acl> {
+/// An ACL list as a reply carries it (getACL's): a null list reads as empty.
+pub fn from_wire(acl: Option<Vec<jute::Acl>>) -> Vec<Acl> {
     acl.unwrap_or_default().into_iter().map(Acl::from).collect()
 }
 

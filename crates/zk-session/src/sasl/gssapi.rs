@@ -49,7 +49,7 @@ const LAYER_CONFIDENTIALITY: u8 = 4;
 /// server to ask a ticket for, and as whom.
 ///
 /// ```
-/// use zk_proto::sasl::KerberosOptions;
+/// use zk_session::sasl::KerberosOptions;
 ///
 /// let options = KerberosOptions::default()
 ///     .with_principal("alice@EXAMPLE.COM")

@@ -24,7 +24,7 @@
 //! logs: each is read from its file when connecting, one line end after it ignored.
 //!
 //! In the URL form the chroot ends at the first `?`: a chroot containing `?` needs the plain
-//! form (and [`ClientBuilder::tls`](crate::ClientBuilder) for TLS).
+//! form (and zk-proto's `ClientBuilder::tls` for TLS).
 
 use std::fmt;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //!
 //! **This module is for fuzzing and tests, not a stable API.** [`session_script`] takes
 //! arbitrary bytes and **panics when it finds a bug, by design** (like `jute::fuzzing`): the
-//! fuzz target `fuzz/fuzz_targets/session_script.rs` is a one-liner over it, and
+//! fuzz target `fuzz/fuzz_targets/session_script.rs` is a one-liner over it, and zk-proto's
 //! `tests/fuzz_corpus.rs` replays the checked-in corpus `fuzz/corpus/session_script/` through
 //! it in the normal test suite.
 //!
@@ -245,7 +245,7 @@ fn read_config(input: &mut Input<'_>) -> SessionConfig {
         max_frame_len: if a & 64 != 0 {
             SMALL_FRAME_LEN
         } else {
-            jute::DEFAULT_MAX_FRAME_LEN
+            SessionConfig::default().max_frame_len
         },
         set_watches_max_bytes: if a & 128 != 0 { 16 } else { 128 * 1024 },
         hosts: (0..1 + b % 3)

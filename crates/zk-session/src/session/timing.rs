@@ -46,7 +46,7 @@ use std::time::Duration;
 ///   leader every half tick), at least `5T/12` with `tickTime <= T/2`: the grace ends `T/12`
 ///   before, and `T/3 + 5T/16` before with the quorum check on.
 ///
-/// [`Expired`]: crate::SessionState::Expired
+/// [`Expired`]: crate::session::SessionState::Expired
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
     /// Drop a connection that received nothing for this long.

@@ -7,6 +7,11 @@ use crate::connect_string::HostAddr;
 use crate::path::Chroot;
 use crate::sasl::SaslConfig;
 
+/// The default of [`SessionConfig::max_frame_len`]: ZooKeeper's `jute.maxbuffer`, 1,048,575
+/// bytes, as `jute::DEFAULT_MAX_FRAME_LEN` (behind jute's feature `frame`, which this crate
+/// leaves off: it brings tokio-util) gives it; a test checks that the two agree.
+pub(crate) const DEFAULT_MAX_FRAME_LEN: usize = 0xfffff;
+
 /// The settings a session runs with.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -57,7 +62,7 @@ impl Default for SessionConfig {
             session_timeout: Duration::from_secs(30),
             read_only: false,
             max_in_flight: 1024,
-            max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
+            max_frame_len: DEFAULT_MAX_FRAME_LEN,
             chroot: Chroot::none(),
             hosts: Vec::new(),
             shuffle_hosts: true,
@@ -72,5 +77,13 @@ impl Default for SessionConfig {
             renew_expired: false,
             quorum_check: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_frame_limit_is_the_codec_s() {
+        assert_eq!(super::DEFAULT_MAX_FRAME_LEN, jute::DEFAULT_MAX_FRAME_LEN);
     }
 }

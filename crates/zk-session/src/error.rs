@@ -45,12 +45,14 @@ macro_rules! server_errors {
                 max: usize,
             },
             /// The reply to this request was larger than the client's frame limit
-            /// ([`ClientBuilder::max_frame_len`](crate::ClientBuilder::max_frame_len)). The
+            /// ([`ClientBuilder::max_frame_len`]). The
             /// server executed the request; its reply was refused from its length prefix,
             /// before any buffer was reserved, and the connection was dropped and is being
             /// re-established (the session survives). Not retryable: a retry gets the same
             /// reply. Raise the limit (up to the server's `jute.maxbuffer`) or ask for less,
             /// for example fewer children under one node.
+            ///
+            /// [`ClientBuilder::max_frame_len`]: https://docs.rs/zk-proto/latest/zk_proto/struct.ClientBuilder.html#method.max_frame_len
             ReplyTooLarge {
                 /// The reply's length, from its length prefix.
                 len: usize,
@@ -61,8 +63,9 @@ macro_rules! server_errors {
             /// not be decoded (its frame was intact: the connection and the other calls are
             /// not affected); a retry would get the same reply, so it is not retryable.
             Protocol(ProtocolError),
-            /// The client was closed, by [`close`](crate::Client::close) or because every
-            /// handle was dropped.
+            /// The client was closed, by [`close`] or because every handle was dropped.
+            ///
+            /// [`close`]: https://docs.rs/zk-proto/latest/zk_proto/struct.Client.html#method.close
             Closed,
             /// A persistent watch's consumer fell more than its capacity behind; the stream
             /// ended and the watch was dropped (events after the last one received are lost).
@@ -72,7 +75,7 @@ macro_rules! server_errors {
             },
             /// No session could be established: with fail-fast, one attempt on every host
             /// failed; otherwise the connect timeout
-            /// ([`ClientBuilder::connect_timeout`](crate::ClientBuilder::connect_timeout))
+            /// ([`ClientBuilder::connect_timeout`])
             /// passed. Without waiting for either when every host failed
             /// [permanently](ConnectFailure::is_permanent) in a row, as a TLS failure does
             /// ([`Error::tls_failure`] names it).
@@ -81,6 +84,8 @@ macro_rules! server_errors {
             /// session timeout because every host refused it permanently (a server
             /// certificate the client no longer trusts, say): the counts are those since the
             /// last connection.
+            ///
+            /// [`ClientBuilder::connect_timeout`]: https://docs.rs/zk-proto/latest/zk_proto/struct.ClientBuilder.html#method.connect_timeout
             NoServerReachable {
                 /// How many connection attempts failed.
                 attempts: u32,
@@ -208,8 +213,10 @@ impl Error {
 
     /// Whether the session is over: no later call on this session can succeed (expired,
     /// authentication failed, closed, no server reachable). A client that renews expired sessions
-    /// ([`ClientBuilder::renew_expired_sessions`](crate::ClientBuilder::renew_expired_sessions))
-    /// goes on with a new session after [`Error::SessionExpired`].
+    /// ([`ClientBuilder::renew_expired_sessions`]) goes on with a new session after
+    /// [`Error::SessionExpired`].
+    ///
+    /// [`ClientBuilder::renew_expired_sessions`]: https://docs.rs/zk-proto/latest/zk_proto/struct.ClientBuilder.html#method.renew_expired_sessions
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
@@ -221,9 +228,11 @@ impl Error {
         )
     }
 
-    /// The TLS failure that made [`connect`](crate::ClientBuilder::connect) give up, or an
-    /// established session end when it could not reconnect, if that is why: the `last_error` of [`Error::NoServerReachable`] when it is a
-    /// [`ConnectFailure::Tls`].
+    /// The TLS failure that made [`connect`] give up, or an established session end when it
+    /// could not reconnect, if that is why: the `last_error` of [`Error::NoServerReachable`]
+    /// when it is a [`ConnectFailure::Tls`].
+    ///
+    /// [`connect`]: https://docs.rs/zk-proto/latest/zk_proto/struct.ClientBuilder.html#method.connect
     pub fn tls_failure(&self) -> Option<&TlsFailure> {
         match self {
             Error::NoServerReachable {

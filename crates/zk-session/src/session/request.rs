@@ -16,7 +16,7 @@ pub const MAX_TTL_MS: i64 = (1 << 40) - 1;
 /// One operation of a [`Op::Multi`] transaction or [`Op::MultiRead`], with client paths.
 ///
 /// Build one with the constructors: [`create`](Self::create) (from
-/// [`CreateOptions`](crate::CreateOptions), as `Client::create` takes them),
+/// [`CreateOptions`](super::CreateOptions), as `Client::create` takes them),
 /// [`delete`](Self::delete), [`set_data`](Self::set_data), [`check`](Self::check) (versions
 /// are `Option<i32>` as everywhere in the client: `None` for any version),
 /// [`get_data`](Self::get_data) and [`get_children`](Self::get_children).
@@ -24,7 +24,9 @@ pub const MAX_TTL_MS: i64 = (1 << 40) - 1;
 #[non_exhaustive]
 pub enum MultiOperation {
     /// Create a node (its result carries the Stat on servers from 3.8.2; see
-    /// [`MultiItem::Created`](crate::MultiItem)).
+    /// [`MultiItem::Created`]).
+    ///
+    /// [`MultiItem::Created`]: https://docs.rs/zk-proto/latest/zk_proto/enum.MultiItem.html#variant.Created
     Create {
         /// Path, or name prefix for sequential modes.
         path: String,

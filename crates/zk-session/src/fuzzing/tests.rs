@@ -475,7 +475,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
 /// The hand-made scripts are in the checked-in corpus as `seed-<name>`, so the fuzzer starts
 /// from them and the corpus replay runs them on stable. With `WRITE_SEEDS=1` in the
 /// environment this test (re)writes them instead:
-/// `WRITE_SEEDS=1 cargo test -p zk-proto --lib fuzzing::tests::the_seeds_are_in_the_corpus`.
+/// `WRITE_SEEDS=1 cargo test -p zk-session --lib fuzzing::tests::the_seeds_are_in_the_corpus`.
 #[test]
 fn the_seeds_are_in_the_corpus() {
     let dir =

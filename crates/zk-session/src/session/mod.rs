@@ -1,11 +1,14 @@
 //! The session as a deterministic state machine: no sockets, no clock, no tasks.
 //!
 //! [`Session`] is driven by its inputs (`submit`, `handle_*`) with an explicit `now`, and
-//! tells what to do through its outputs (`poll_*`). The [driver](crate::Client) moves the
-//! bytes; every protocol decision is made here, so the tests of this module drive a whole
+//! tells what to do through its outputs (`poll_*`). The driver (zk-proto's [`Client`]) moves
+//! the bytes; every protocol decision is made here, so the tests of this module drive a whole
 //! session with scripted server frames and a virtual clock.
+//!
+//! [`Client`]: https://docs.rs/zk-proto/latest/zk_proto/struct.Client.html
 
 mod config;
+mod create_options;
 mod deadlines;
 mod ending;
 mod handshake;
@@ -45,6 +48,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use jute::{Encode, EventType, KeeperState, OpCode, Response};
 
 pub use config::SessionConfig;
+pub use create_options::CreateOptions;
 pub use reconnect::{Backoff, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, HostList};
 pub use request::{MAX_TTL_MS, MultiOperation, Op};
 pub use state::SessionState;
@@ -513,14 +517,11 @@ impl Session {
         self.transmit_next(now, buf).is_some()
     }
 
-    /// As [`poll_transmit_into`](Self::poll_transmit_into); `Some(id)` when it appended a
-    /// frame, with the request it carries (`None` for a frame of the session's own: the
-    /// handshake, a ping, SetWatches). For the driver's request timing.
-    pub(crate) fn transmit_next(
-        &mut self,
-        now: Instant,
-        buf: &mut BytesMut,
-    ) -> Option<Option<RequestId>> {
+    /// As [`poll_transmit_into`](Self::poll_transmit_into), telling which request the frame
+    /// carries: `None` when it appended no frame, `Some(Some(id))` for the caller's request
+    /// `id`, `Some(None)` for a frame of the session's own (the handshake, a ping, auth,
+    /// SetWatches). For a driver that times requests from the call to the bytes written.
+    pub fn transmit_next(&mut self, now: Instant, buf: &mut BytesMut) -> Option<Option<RequestId>> {
         let mut sent = None;
         match self.link {
             Link::Down { .. } | Link::Dialing { .. } => return None,
