@@ -23,10 +23,8 @@ pub const MAX_TTL_MS: i64 = (1 << 40) - 1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MultiOperation {
-    /// Create a node (its result carries the Stat on servers from 3.8.2; see
-    /// [`MultiItem::Created`]).
-    ///
-    /// [`MultiItem::Created`]: https://docs.rs/zk-proto/latest/zk_proto/enum.MultiItem.html#variant.Created
+    /// Create a node (its result carries the Stat on servers from 3.8.2; see zk-proto's
+    /// `MultiItem::Created`).
     Create {
         /// Path, or name prefix for sequential modes.
         path: String,
