@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks that every published crate (zk-jute, zk-proto, zk-recipes, zk-gss-store; the others
-# say `publish = false`) can be published: `cargo publish --dry-run` packages each one, checks
+# Checks that every published crate (zk-jute, zk-session, zk-proto, zk-recipes, zk-gss-store;
+# the others say `publish = false`) can be published: `cargo publish --dry-run` packages each one, checks
 # its metadata, and builds the packaged sources against each other, as crates.io would see them.
 # Then, from the first release tag (`v*`) on, `cargo semver-checks` compares the public API with
 # the latest tag's (installed with `cargo install` when missing); before any tag it says so.
