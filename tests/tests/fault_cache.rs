@@ -170,7 +170,7 @@ async fn a_reconnection_reports_exactly_the_changes_made_while_cut_off() {
     create_node(&writer, "/rc/replaced", "r1").await;
 
     let cache = TreeCache::builder(&cut.client, "/rc").start();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     let (snapshot, mut events) = cache.subscribe();
@@ -248,7 +248,7 @@ async fn an_expired_session_ends_the_cache_of_a_client_that_does_not_renew() {
     .await;
     mkdirs(&writer, "/ex/a").await;
     let cache = TreeCache::builder(&cut.client, "/ex").start();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     let mut events = cache.events();
@@ -257,7 +257,7 @@ async fn an_expired_session_ends_the_cache_of_a_client_that_does_not_renew() {
     cut.proxy.restore();
     let end = within("the end of the events", WITHIN, events.next()).await;
     assert_eq!(end, Err(RecipeError::Zk(Error::SessionExpired)));
-    assert_eq!(cache.ended(), Some(Error::SessionExpired));
+    assert_eq!(cache.ended(), Some(RecipeError::Zk(Error::SessionExpired)));
     assert_eq!(
         cache.sync(Some(WITHIN)).await,
         Err(RecipeError::Zk(Error::SessionExpired))
@@ -275,7 +275,7 @@ async fn after_an_expiry_a_renewing_client_s_cache_reports_exactly_the_changes_i
     create_node(&writer, "/rx/changed", "v1").await;
     create_node(&writer, "/rx/gone", "g").await;
     let cache = TreeCache::builder(&cut.client, "/rx").start();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     let (snapshot, mut events) = cache.subscribe();
@@ -411,7 +411,7 @@ async fn tree_cache_converges_under_random_writes_cuts_freezes_and_restarts() {
     let cache = TreeCache::builder(&cache_client, "/rnd")
         .max_in_flight(64)
         .start();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     let (snapshot, mut events) = cache.subscribe();

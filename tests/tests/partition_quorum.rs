@@ -180,7 +180,7 @@ fn a_lock_holder_behind_a_cut_off_follower_is_suspended_before_another_is_grante
         })
         .expect("the holder acquires");
         let holding = scene.holder_rt.spawn(async move {
-            let lost = guard.lost(None).await;
+            let lost = guard.wait_lost(None).await;
             (Instant::now(), lost, guard)
         });
         let lock = Lock::new(&contender, &path);
@@ -219,7 +219,7 @@ fn a_leader_behind_a_cut_off_follower_stops_leading_before_another_leads() {
         let contender = scene.connect(&scene.contender_rt, &[leader, other], false);
         let first = {
             let _entered = scene.holder_rt.enter();
-            LeaderLatch::start(&holder, &path, "first")
+            LeaderLatch::builder(&holder, &path, "first").start()
         };
         on(&scene.holder_rt, "the first leads", async {
             first.wait_leader(None).await
@@ -236,7 +236,7 @@ fn a_leader_behind_a_cut_off_follower_stops_leading_before_another_leads() {
         });
         let second = {
             let _entered = scene.contender_rt.enter();
-            LeaderLatch::start(&contender, &path, "second")
+            LeaderLatch::builder(&contender, &path, "second").start()
         };
         wait_children(&scene.contender_rt, &contender, &path, 2);
 
@@ -294,7 +294,12 @@ fn a_tree_cache_behind_a_cut_off_follower_says_so_before_its_data_is_older_than_
             let _entered = scene.holder_rt.enter();
             TreeCache::builder(&reader, &root).start()
         };
-        on(&scene.holder_rt, "initialized", cache.initialized(None)).expect("initialized");
+        on(
+            &scene.holder_rt,
+            "initialized",
+            cache.wait_initialized(None),
+        )
+        .expect("initialized");
 
         // The writer writes 1, 2, ... every 50 ms and stamps each when it is confirmed.
         let confirmed: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(vec![Instant::now()]));

@@ -170,7 +170,9 @@ async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
         .max_in_flight(options.in_flight)
         .read_batch(options.read_batch)
         .start();
-    cache.initialized(Some(Duration::from_secs(600))).await?;
+    cache
+        .wait_initialized(Some(Duration::from_secs(600)))
+        .await?;
     let load = started.elapsed();
     let load_cpu = cpu_now().saturating_sub(cpu_before);
     let rss_after = rss();

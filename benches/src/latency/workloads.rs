@@ -542,7 +542,8 @@ async fn election_failover(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let path = format!("{}/election", ctx.base);
     let mut next_id = 0_usize;
     let mut candidates: Vec<(Client, LeaderLatch)> = Vec::with_capacity(c.candidates);
-    let join = |client: &Client, id: usize| LeaderLatch::start(client, &path, format!("c{id}"));
+    let join =
+        |client: &Client, id: usize| LeaderLatch::builder(client, &path, format!("c{id}")).start();
     for _ in 0..c.candidates {
         let client = connect(ctx).await?;
         let latch = join(&client, next_id);
@@ -560,7 +561,7 @@ async fn election_failover(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
             if i == leader {
                 continue;
             }
-            let mut leadership = latch.leadership();
+            let leadership = latch.leadership();
             let tx = tx.clone();
             watchers.push(tokio::spawn(async move {
                 if leadership.wait_leader(None).await.is_ok() {

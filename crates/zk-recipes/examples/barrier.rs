@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use zk_recipes::barrier::DoubleBarrier;
 
-const WORKERS: usize = 3;
+const WORKERS: u32 = 3;
 
 mod common;
 

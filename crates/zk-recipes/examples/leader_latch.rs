@@ -19,10 +19,10 @@ async fn main() -> ExitCode {
 
 async fn run(connect: &str) -> common::Result<()> {
     let path = "/example-election";
-    let first = LeaderLatch::start(&common::connect(connect).await?, path, "first");
+    let first = LeaderLatch::builder(&common::connect(connect).await?, path, "first").start();
     first.wait_leader(None).await?;
     // Joins after `first` leads: it waits in line.
-    let second = LeaderLatch::start(&common::connect(connect).await?, path, "second");
+    let second = LeaderLatch::builder(&common::connect(connect).await?, path, "second").start();
 
     for (name, latch) in [("first", first), ("second", second)] {
         let work = async {

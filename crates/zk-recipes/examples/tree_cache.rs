@@ -32,7 +32,9 @@ async fn run(connect: &str) -> common::Result<()> {
     }
 
     let cache = TreeCache::builder(&client, root).start();
-    cache.initialized(Some(Duration::from_secs(10))).await?;
+    cache
+        .wait_initialized(Some(Duration::from_secs(10)))
+        .await?;
     let (snapshot, mut events) = cache.subscribe();
     println!("loaded {} nodes", snapshot.len());
     if let Some(node) = cache.get("/example-services/db") {

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use zk_proto::{Client, CreateOptions, Error, EventType};
 
-use crate::Result;
 use crate::cleanup::withdraw;
 use crate::deadline::within;
+use crate::{Result, as_len};
 
 /// The name of the node a [`DoubleBarrier`] creates when enough participants have entered.
 pub const READY_NODE: &str = "ready";
@@ -77,10 +77,10 @@ pub struct Barrier {
 
 impl Barrier {
     /// A barrier on the node `path` (nothing is sent).
-    pub fn new(client: &Client, path: impl Into<String>) -> Self {
+    pub fn new(client: &Client, path: &str) -> Self {
         Self {
             client: client.clone(),
-            path: path.into(),
+            path: path.to_owned(),
         }
     }
 
@@ -220,17 +220,17 @@ fn is_participant(name: &str) -> bool {
 pub struct DoubleBarrier {
     client: Client,
     path: String,
-    count: usize,
+    count: u32,
     name: String,
 }
 
 impl DoubleBarrier {
     /// A participant of the double barrier at `path` for `count` participants (nothing is
     /// sent; the node name is a fresh UUID).
-    pub fn new(client: &Client, path: impl Into<String>, count: usize) -> Self {
+    pub fn new(client: &Client, path: &str, count: u32) -> Self {
         Self {
             client: client.clone(),
-            path: path.into(),
+            path: path.to_owned(),
             count,
             name: crate::sequential::attempt_id(),
         }
@@ -303,7 +303,7 @@ impl DoubleBarrier {
         if exists.is_some() {
             return Ok(());
         }
-        if children.iter().filter(|c| is_participant(c)).count() >= self.count {
+        if children.iter().filter(|c| is_participant(c)).count() >= as_len(self.count) {
             return match self
                 .client
                 .create(&ready, "", &CreateOptions::persistent())
@@ -434,7 +434,7 @@ impl DoubleBarrier {
 pub struct StartGate {
     client: Client,
     path: String,
-    count: usize,
+    count: u32,
     name: String,
 }
 
@@ -450,10 +450,10 @@ pub struct Started {
 
 impl StartGate {
     /// A participant of the gate at `path` for `count` participants (nothing is sent).
-    pub fn new(client: &Client, path: impl Into<String>, count: usize) -> Self {
+    pub fn new(client: &Client, path: &str, count: u32) -> Self {
         Self {
             client: client.clone(),
-            path: path.into(),
+            path: path.to_owned(),
             count,
             name: format!("{MEMBER_PREFIX}{}", crate::sequential::attempt_id()),
         }
@@ -524,7 +524,7 @@ impl StartGate {
             .filter(|c| c.starts_with(MEMBER_PREFIX))
             .count();
         let mut created_start = false;
-        if members >= self.count {
+        if members >= as_len(self.count) {
             match self
                 .client
                 .create(&start, "", &CreateOptions::persistent())

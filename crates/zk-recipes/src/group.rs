@@ -125,7 +125,7 @@ impl Group {
         let cache = TreeCache::builder(&self.client, &self.path)
             .depth(Depth::Children)
             .start();
-        cache.initialized(timeout).await?;
+        cache.wait_initialized(timeout).await?;
         Ok(GroupView { cache })
     }
 }
@@ -168,6 +168,22 @@ impl Member {
     /// As [`PersistentNode::wait_created`].
     pub async fn wait_joined(&self, timeout: Option<Duration>) -> Result<()> {
         self.node.wait_created(timeout).await.map(drop)
+    }
+
+    /// Why the membership ended by itself, `None` while it is kept (see
+    /// [`PersistentNode::ended`]).
+    pub fn ended(&self) -> Option<Error> {
+        self.node.ended()
+    }
+
+    /// Waits until the membership ends by itself, and returns why (see
+    /// [`PersistentNode::wait_ended`]).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    pub async fn wait_ended(&self) -> Error {
+        self.node.wait_ended().await
     }
 
     /// Leaves the group: deletes the member's node (gone already is fine).
@@ -223,6 +239,20 @@ impl GroupView {
     /// As [`TreeCache::sync`].
     pub async fn sync(&self, timeout: Option<Duration>) -> Result<()> {
         self.cache.sync(timeout).await
+    }
+
+    /// Why the view ended, `None` while it runs (see [`TreeCache::ended`]).
+    pub fn ended(&self) -> Option<Error> {
+        self.cache.ended()
+    }
+
+    /// Waits until the view ends, and returns why (see [`TreeCache::wait_ended`]).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    pub async fn wait_ended(&self) -> Error {
+        self.cache.wait_ended().await
     }
 
     /// The cache behind the view.

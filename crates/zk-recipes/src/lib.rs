@@ -14,6 +14,14 @@
 //! - [`persistent`]: a node kept in place (created again when deleted, and after session
 //!   expiry on a client that renews expired sessions).
 //!
+//! The recipes share one API (`docs/recipes.md`, "Conventions"): `new(&client, path, ..)` for a
+//! recipe that sends nothing until called ([`Lock::new`](lock::Lock::new)),
+//! `builder(&client, path, ..)` then `start()` for one with a background task
+//! ([`LeaderLatch::builder`](election::LeaderLatch::builder)); a path is a `&str`; `ended()`
+//! and `wait_ended()` tell why a background recipe ended; a wait is named `wait_<state>` and
+//! takes `&self`; a count that every participant gives (permits, participants, capacity) is a
+//! `u32`.
+//!
 //! Every fallible call returns [`Result`], whose error is [`Error`]: a ZooKeeper error
 //! ([`Error::Zk`]), a timeout, a lost lock, a wrapped sequence counter, a counter node
 //! holding data of the wrong length.
@@ -76,6 +84,12 @@ pub mod sequential;
 
 pub use error::{Error, Result};
 pub use zk_proto;
+
+/// A count that every participant gives (permits, leases, participants, capacity: `u32`, the
+/// same width on every platform and Curator's `int`), as a number of children to compare.
+pub(crate) fn as_len(count: u32) -> usize {
+    usize::try_from(count).unwrap_or(usize::MAX)
+}
 
 /// The examples of `docs/recipes-cache.md`, compiled as doctests.
 #[cfg(doctest)]

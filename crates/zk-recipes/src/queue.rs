@@ -23,10 +23,10 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, MultiItem, MultiOperation};
 
-use crate::Result;
 use crate::barrier::{ensure_path, join_path};
 use crate::deadline::{deadline_of, until, wait_watch};
 use crate::sequential::{sequence_of, sort_by_sequence};
+use crate::{Result, as_len};
 
 /// The name prefix of an item node (the server appends a 10-digit sequence number).
 pub const ITEM_PREFIX: &str = "qn-";
@@ -62,10 +62,10 @@ pub struct Queue {
 impl Queue {
     /// The queue at `path` (nothing is sent; the node is created by the first
     /// [`put`](Self::put)).
-    pub fn new(client: &Client, path: impl Into<String>) -> Self {
+    pub fn new(client: &Client, path: &str) -> Self {
         Self {
             client: client.clone(),
-            path: path.into(),
+            path: path.to_owned(),
         }
     }
 
@@ -255,12 +255,12 @@ impl Queue {
 #[derive(Debug, Clone)]
 pub struct BoundedQueue {
     queue: Queue,
-    capacity: usize,
+    capacity: u32,
 }
 
 impl BoundedQueue {
     /// The queue at `path` holding at most `capacity` items (nothing is sent).
-    pub fn new(client: &Client, path: impl Into<String>, capacity: usize) -> Self {
+    pub fn new(client: &Client, path: &str, capacity: u32) -> Self {
         Self {
             queue: Queue::new(client, path),
             capacity,
@@ -273,7 +273,7 @@ impl BoundedQueue {
     }
 
     /// The capacity.
-    pub fn capacity(&self) -> usize {
+    pub fn capacity(&self) -> u32 {
         self.capacity
     }
 
@@ -313,7 +313,7 @@ impl BoundedQueue {
                 }
                 Err(error) => return Err(error.into()),
             };
-            if children.len() < self.capacity {
+            if children.len() < as_len(self.capacity) {
                 let ops = vec![
                     MultiOperation::set_data(path.clone(), Bytes::new(), Some(stat.version)),
                     MultiOperation::create(
@@ -340,7 +340,7 @@ impl BoundedQueue {
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error.into()),
             };
-            if children.len() < self.capacity {
+            if children.len() < as_len(self.capacity) {
                 continue;
             }
             wait_watch(watch, deadline).await?;

@@ -13,6 +13,11 @@ const WITHIN: Duration = Duration::from_secs(20);
 /// The session timeout of every session here.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
+/// The participant count of a barrier for `clients` sessions.
+fn count(clients: usize) -> u32 {
+    u32::try_from(clients).expect("a few sessions")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn barriers_and_start_gate_with_concurrent_sessions() {
     let server = start_server().await;
@@ -84,7 +89,7 @@ async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto:
     let spawn = |client: zk_proto::Client| {
         let (entering, entered, leaving) = (entering.clone(), entered.clone(), leaving.clone());
         tokio::spawn(async move {
-            let barrier = DoubleBarrier::new(&client, path, n);
+            let barrier = DoubleBarrier::new(&client, path, count(n));
             entering.fetch_add(1, Ordering::SeqCst);
             barrier.enter(Some(WITHIN)).await.expect("enter");
             assert_eq!(
@@ -130,7 +135,7 @@ async fn start_gate_starts_exactly_once(clients: &[zk_proto::Client]) {
     let n = clients.len();
     let spawn = |client: zk_proto::Client| {
         tokio::spawn(async move {
-            let gate = StartGate::new(&client, path, n);
+            let gate = StartGate::new(&client, path, count(n));
             gate.join(Some(WITHIN)).await.expect("started")
         })
     };
@@ -175,7 +180,7 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
         .cloned()
         .map(|client| {
             tokio::spawn(async move {
-                StartGate::new(&client, path, n)
+                StartGate::new(&client, path, count(n))
                     .join(Some(WITHIN))
                     .await
                     .expect("started")
@@ -193,7 +198,7 @@ async fn start_gate_under_contention(clients: &[zk_proto::Client]) {
     assert_eq!(creators, 1, "the start node is created exactly once");
 
     // A participant arriving after the start learns it at once.
-    let late = StartGate::new(&clients[0], path, n);
+    let late = StartGate::new(&clients[0], path, count(n));
     let started = late.join(Some(WITHIN)).await.expect("started");
     assert!(!started.created_start && !started.notified_by_watch);
     assert!(late.reset().await.expect("reset"));

@@ -88,7 +88,7 @@ async fn latch_elects_one_leader_and_hands_over_on_close_and_expiry() {
     let latches: Vec<LeaderLatch> = all
         .iter()
         .enumerate()
-        .map(|(i, c)| LeaderLatch::start(&c.client, path, format!("c{i}")))
+        .map(|(i, c)| LeaderLatch::builder(&c.client, path, format!("c{i}")).start())
         .collect();
 
     // Ten candidates, one leader.
@@ -216,11 +216,11 @@ async fn the_next_candidate_leads_on_the_leaders_deletion_alone() {
     let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
     // The proxy counts the next candidate's requests: no configuration read among them.
     let next_client = connect_with(session().follow_ensemble(false), &proxy.connect_string()).await;
-    let first = LeaderLatch::start(&first_client, path, "first");
+    let first = LeaderLatch::builder(&first_client, path, "first").start();
     within("the first leads", WITHIN, first.wait_leader(None))
         .await
         .expect("leads");
-    let next = LeaderLatch::start(&next_client, path, "next");
+    let next = LeaderLatch::builder(&next_client, path, "next").start();
     // It listed once, and watches its own node and the leader's.
     proxy.wait_forwarded(OpCode::EXISTS, 2).await;
     next_client
@@ -229,7 +229,7 @@ async fn the_next_candidate_leads_on_the_leaders_deletion_alone() {
         .expect("a round trip behind its watches");
     let listed = proxy.forwarded(OpCode::GET_CHILDREN);
     assert_eq!(listed, 1);
-    let third = LeaderLatch::start(&third_client, path, "third");
+    let third = LeaderLatch::builder(&third_client, path, "third").start();
     eventually("three candidates", WITHIN, || async {
         children(&first_client, path).await.len() == 3
     })
@@ -267,9 +267,9 @@ async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
     let all = candidates(server.addr(), N).await;
     let path = "/app/master";
     let start = |client: &Client, i: usize| {
-        MasterElection::builder(path, format!("m{i}"))
+        MasterElection::builder(client, path, format!("m{i}"))
             .head_start(HEAD_START)
-            .start(client)
+            .start()
     };
     let mut elections: Vec<Option<MasterElection>> = all
         .iter()
@@ -343,12 +343,12 @@ async fn a_timed_out_wait_for_leadership_leaves_the_candidate_in_the_race() {
 
     // Leader latch: the second candidate times out behind the first.
     let path = "/app/timeout/latch";
-    let leader = LeaderLatch::start(&first, path, "leader");
+    let leader = LeaderLatch::builder(&first, path, "leader").start();
     leader
         .wait_leader(Some(WITHIN))
         .await
         .expect("the first candidate leads");
-    let waiter = LeaderLatch::start(&second, path, "waiter");
+    let waiter = LeaderLatch::builder(&second, path, "waiter").start();
     eventually("the waiter's node", WITHIN, || async {
         children(&second, path).await.len() == 2
     })
@@ -387,9 +387,9 @@ async fn a_timed_out_wait_for_leadership_leaves_the_candidate_in_the_race() {
     // Master election: the same.
     let path = "/app/timeout/master";
     let start = |client: &Client, id: &'static str| {
-        MasterElection::builder(path, id)
+        MasterElection::builder(client, path, id)
             .head_start(Duration::ZERO)
-            .start(client)
+            .start()
     };
     let master = start(&first, "master");
     master
@@ -577,11 +577,11 @@ async fn latch_participants_and_leadership_events() {
             .is_empty()
     );
 
-    let first = LeaderLatch::start(&first_client, path, "first");
+    let first = LeaderLatch::builder(&first_client, path, "first").start();
     let mut first_events = first.events();
     let event = within("first leads", WITHIN, first_events.next()).await;
     assert_eq!(event, Some(LeadershipEvent::Acquired));
-    let latch = LeaderLatch::start(&second.client, path, "second");
+    let latch = LeaderLatch::builder(&second.client, path, "second").start();
     let mut second_events = latch.events();
     eventually("two candidates", WITHIN, || async {
         children(&observer, path).await.len() == 2
@@ -655,7 +655,7 @@ async fn curator_and_rust_latches_share_one_election() {
     // 1. A Curator candidate leads; a Rust one and a second Curator one queue behind it.
     java.call(&format!("j1 latch {path} java-1 {marker}")).await;
     assert_eq!(java.call("j1 await 10000").await, "leader");
-    let rust = LeaderLatch::start(&client, path, "rust-1");
+    let rust = LeaderLatch::builder(&client, path, "rust-1").start();
     eventually("the Rust candidate's node", WITHIN, || async {
         children(&observer, path).await.len() == 2
     })
@@ -702,7 +702,7 @@ async fn curator_and_rust_latches_share_one_election() {
     assert_eq!(leader_id(&observer, path).await, "java-2");
 
     // 4. And back to a new Rust candidate when that one closes.
-    let rust = LeaderLatch::start(&client, path, "rust-2");
+    let rust = LeaderLatch::builder(&client, path, "rust-2").start();
     eventually("the new Rust candidate's node", WITHIN, || async {
         children(&observer, path).await.len() == 2
     })

@@ -107,7 +107,7 @@ async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_
 
     proxy.isolate();
     let suspended = holder
-        .lost(Some(Duration::from_secs(5)))
+        .wait_lost(Some(Duration::from_secs(5)))
         .await
         .expect("loss reported");
     assert_ne!(suspended, Validity::Held);

@@ -190,7 +190,7 @@ async fn without_renewal_the_node_ends_with_its_session() {
     expire_session(&client, &cs).await;
     // The client learns the expiry when it reconnects; the recipe stops.
     assert_eq!(
-        within("the recipe's end", WITHIN, node.stopped()).await,
+        within("the recipe's end", WITHIN, node.wait_ended()).await,
         zk_recipes::Error::Zk(zk_proto::Error::SessionExpired)
     );
     assert_eq!(node.path(), None);

@@ -205,7 +205,7 @@ async fn bounded_queue_bound_holds_under_concurrent_producers(
     consumer: &zk_proto::Client,
 ) {
     const PATH: &str = "/queues/bounded-concurrent";
-    const CAPACITY: usize = 3;
+    const CAPACITY: u32 = 3;
     const PER_PRODUCER: usize = 10;
     let tasks: Vec<_> = producers
         .iter()
@@ -226,7 +226,7 @@ async fn bounded_queue_bound_holds_under_concurrent_producers(
     let mut seen = HashSet::new();
     while seen.len() < total {
         let len = queue.queue().len().await.expect("len");
-        assert!(len <= CAPACITY, "bound exceeded: {len}");
+        assert!(len <= CAPACITY as usize, "bound exceeded: {len}");
         let item = queue.take(Some(WITHIN)).await.expect("item");
         assert!(seen.insert(parse(&item)), "taken once");
     }

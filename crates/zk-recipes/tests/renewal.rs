@@ -35,7 +35,7 @@ async fn a_lock_held_in_an_expired_session_is_lost_in_the_renewed_one() {
     let old = client.session_id();
     let lost = {
         let guard = &guard;
-        async move { guard.lost(Some(WITHIN)).await }
+        async move { guard.wait_lost(Some(WITHIN)).await }
     };
     let (lost, ()) = tokio::join!(lost, async {
         expire_session(&client, &cs).await;
@@ -46,7 +46,7 @@ async fn a_lock_held_in_an_expired_session_is_lost_in_the_renewed_one() {
     // Connected again, but on another session: the lock is not held.
     assert_eq!(guard.validity(), Validity::Lost);
     assert_eq!(
-        guard.lost(Some(WITHIN)).await.expect("at once"),
+        guard.wait_lost(Some(WITHIN)).await.expect("at once"),
         Validity::Lost
     );
     assert_eq!(guard.release().await, Err(zk_recipes::Error::Lost));
@@ -61,9 +61,9 @@ async fn a_leader_latch_ends_with_its_session_and_does_not_lead_in_the_renewed_o
     let server = start_server().await;
     let cs = server.connect_string();
     let client = renewing(&cs).await;
-    let latch = LeaderLatch::start(&client, "/renewal/latch", "a");
+    let latch = LeaderLatch::builder(&client, "/renewal/latch", "a").start();
     latch.wait_leader(Some(WITHIN)).await.expect("leads");
-    let mut leadership = latch.leadership();
+    let leadership = latch.leadership();
     let old = client.session_id();
     expire_session(&client, &cs).await;
     renewed(&client, old).await;
@@ -77,7 +77,7 @@ async fn a_leader_latch_ends_with_its_session_and_does_not_lead_in_the_renewed_o
         "the latch ended with its session"
     );
     // A new latch on the renewed client leads.
-    let next = LeaderLatch::start(&client, "/renewal/latch", "b");
+    let next = LeaderLatch::builder(&client, "/renewal/latch", "b").start();
     next.wait_leader(Some(WITHIN))
         .await
         .expect("the new latch leads");

@@ -108,7 +108,7 @@ async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
 
     let cache = TreeCache::builder(&reader, "/t").start();
     let mut events = cache.events();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     assert_eq!(
@@ -228,7 +228,7 @@ async fn depth_filter_and_stat_only_select_what_is_cached() {
     let mut node_events = node.events();
     let mut missing_events = missing.events();
     for cache in [&node, &children, &filtered, &stat_only, &missing] {
-        within("initialized", WITHIN, cache.initialized(None))
+        within("initialized", WITHIN, cache.wait_initialized(None))
             .await
             .expect("initialized");
     }
@@ -288,7 +288,7 @@ async fn a_subscriber_that_falls_behind_is_told_and_the_cache_goes_on() {
     let reader = connect(&server.connect_string()).await;
     mkdirs(&writer, "/o").await;
     let cache = TreeCache::builder(&reader, "/o").event_capacity(4).start();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     let mut slow = cache.events();
@@ -345,7 +345,7 @@ async fn a_load_reads_sibling_nodes_in_batches() {
     // The proxy counts the cache's reads: no configuration read of the client's among them.
     let reader = connect_with(builder().follow_ensemble(false), &proxy.connect_string()).await;
     let cache = TreeCache::builder(&reader, "/batch").start();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     assert_mirrors(&cache, &writer, "/batch", true).await;
@@ -360,7 +360,7 @@ async fn a_load_reads_sibling_nodes_in_batches() {
 
     // One request per node when asked.
     let unbatched = TreeCache::builder(&reader, "/batch").read_batch(1).start();
-    within("initialized", WITHIN, unbatched.initialized(None))
+    within("initialized", WITHIN, unbatched.wait_initialized(None))
         .await
         .expect("initialized");
     assert_eq!(proxy.forwarded(OpCode::MULTI_READ), batches);
@@ -384,7 +384,7 @@ async fn a_batch_over_the_frame_limit_costs_one_reconnection_and_the_load_comple
     .await;
     let session = reader.session_id();
     let cache = TreeCache::builder(&reader, "/huge").start();
-    within("initialized", WITHIN, cache.initialized(None))
+    within("initialized", WITHIN, cache.wait_initialized(None))
         .await
         .expect("initialized");
     assert_mirrors(&cache, &writer, "/huge", true).await;

@@ -93,7 +93,7 @@ impl Workload for CacheWorkload {
             let parts = side.runtime.block_on(async {
                 let cache = TreeCache::builder(&client, TREE).start();
                 cache
-                    .initialized(Some(LIMIT))
+                    .wait_initialized(Some(LIMIT))
                     .await
                     .map_err(|e| format!("side {label}'s cache: {e}"))?;
                 let group = Group::new(&client, GROUP);

@@ -332,7 +332,7 @@ where
 /// One term of a leader (the latch's, the master election's): writes with `token` while
 /// `leadership` says it leads, [`Worker::writes`](Worker) times at most, and records the
 /// belief from now until the recipe ends it or the term is over.
-pub async fn lead_term(me: &Worker, token: i64, mut leadership: Leadership) {
+pub async fn lead_term(me: &Worker, token: i64, leadership: Leadership) {
     let term = me.begin(token);
     let mut by_recipe = false;
     for _ in 0..me.writes {

@@ -27,7 +27,7 @@ async fn worker(
 ) -> Result<u64, String> {
     let mut terms = 0;
     while !*stop.borrow() {
-        let latch = LeaderLatch::start(&client, PATH, me.process.to_string());
+        let latch = LeaderLatch::builder(&client, PATH, me.process.to_string()).start();
         let led = tokio::select! {
             led = latch.wait_leader(Some(Duration::from_secs(10))) => led.is_ok(),
             _ = stop.wait_for(|stop| *stop) => false,

@@ -46,7 +46,7 @@ pub async fn worker<H: Holder>(
             }
             term.write();
             tokio::select! {
-                _ = guard.lost(None) => {
+                _ = guard.wait_lost(None) => {
                     by_guard = true;
                     break;
                 }

@@ -34,9 +34,9 @@ async fn worker(
     let mut terms = 0;
     while !*stop.borrow() {
         // No head start: the previous master of these runs leaves on purpose.
-        let election = MasterElection::builder(PATH, me.process.to_string())
+        let election = MasterElection::builder(&client, PATH, me.process.to_string())
             .head_start(Duration::ZERO)
-            .start(&client);
+            .start();
         let led = tokio::select! {
             led = election.wait_leader(Some(Duration::from_secs(10))) => led.is_ok(),
             _ = stop.wait_for(|stop| *stop) => false,

@@ -194,7 +194,7 @@ async fn a_holder_whose_server_dies_keeps_the_lock_and_the_waiter_waits() {
         within(
             "the holder's suspension",
             Duration::from_secs(5),
-            holder.lost(None)
+            holder.wait_lost(None)
         ),
         blocking({
             let ensemble = ensemble.clone();

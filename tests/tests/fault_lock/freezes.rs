@@ -64,7 +64,7 @@ async fn frozen_holder(stuck_write: bool) {
         Vec::new()
     };
 
-    let suspended = within("suspension", SESSION, holder.lost(None)).await;
+    let suspended = within("suspension", SESSION, holder.wait_lost(None)).await;
     let suspended_after = frozen_at.elapsed();
     assert_eq!(suspended, Ok(Validity::Suspended));
     assert!(

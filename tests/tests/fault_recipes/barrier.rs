@@ -4,7 +4,7 @@
 use super::*;
 
 /// Participants of the double barrier (one of them crashes).
-const BARRIER_COUNT: usize = 4;
+const BARRIER_COUNT: u32 = 4;
 /// The crashed member's session: it stays alive on the server this long after the crash.
 const CRASHED_SESSION: Duration = Duration::from_secs(4);
 

@@ -165,7 +165,8 @@ impl Election<'_> {
         let id = self.next_id;
         self.next_id += 1;
         let session = proxied(self.server, ELECTION_SESSION).await;
-        let latch = LeaderLatch::start(&session.client, self.path, format!("candidate-{id}"));
+        let latch =
+            LeaderLatch::builder(&session.client, self.path, format!("candidate-{id}")).start();
         let leadership = latch.leadership();
         self.claims
             .lock()
@@ -260,7 +261,7 @@ impl Election<'_> {
                 c.session.client.session_id(),
                 c.session.client.state(),
                 c.leadership.is_leader(),
-                c.leadership.end_reason(),
+                c.leadership.ended(),
                 c.latch.attempt_id()
             ));
         }
@@ -290,8 +291,8 @@ impl Election<'_> {
             .await
             .expect("observer did not panic");
         assert_eq!(
-            old.leadership.end_reason(),
-            Some(Error::SessionExpired),
+            old.leadership.ended(),
+            Some(RecipeError::Zk(Error::SessionExpired)),
             "round {round}: candidate {id}'s election ended by expiry"
         );
     }

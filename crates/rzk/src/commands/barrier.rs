@@ -31,7 +31,7 @@ fn failure(what: &str, timeout: Option<Duration>, error: &zk_recipes::Error) -> 
 pub(super) async fn barrier(client: &Client, args: &BarrierArgs, out: Output) -> Outcome {
     let path = &args.path;
     let mut signals = Signals::new()?;
-    let barrier = DoubleBarrier::new(client, path.clone(), args.count as usize);
+    let barrier = DoubleBarrier::new(client, path, args.count);
     let what = format!("barrier {path}");
     tokio::select! {
         entered = barrier.enter(args.timeout) => {
@@ -70,7 +70,7 @@ pub(super) async fn gate(client: &Client, args: &GateArgs, out: Output) -> Outco
     let path = &args.path;
     let what = format!("gate {path}");
     let Some(count) = args.count.filter(|_| !args.reset) else {
-        let reset = StartGate::new(client, path.clone(), 0)
+        let reset = StartGate::new(client, path, 0)
             .reset()
             .await
             .map_err(|e| failure(&what, None, &e))?;
@@ -80,7 +80,7 @@ pub(super) async fn gate(client: &Client, args: &GateArgs, out: Output) -> Outco
         return Ok(0);
     };
     let mut signals = Signals::new()?;
-    let gate = StartGate::new(client, path.clone(), count as usize);
+    let gate = StartGate::new(client, path, count);
     let started = tokio::select! {
         started = gate.join(args.timeout) => started.map_err(|e| failure(&what, args.timeout, &e))?,
         signal = signals.recv() => {

@@ -72,8 +72,8 @@ async fn stand(
     out: Output,
 ) -> Round {
     let path = &args.path;
-    let latch = LeaderLatch::start(client, path, id.to_owned());
-    let mut leadership = latch.leadership();
+    let latch = LeaderLatch::builder(client, path, id.to_owned()).start();
+    let leadership = latch.leadership();
     let round = loop {
         let waited = tokio::select! {
             waited = leadership.wait_leader(None) => waited,
@@ -128,7 +128,6 @@ async fn stand(
 
 /// Resolves when the leadership is lost, with a sentence saying why.
 async fn lost(leadership: &Leadership, client: &Client, path: &str) -> String {
-    let mut leadership = leadership.clone();
     // An error is a timeout, and there is none.
     let _ = leadership.wait_lost(None).await;
     let why = match client.state() {

@@ -128,7 +128,7 @@ async fn first_contender(client: &Client, path: &str) -> Result<Option<String>, 
 
 /// Resolves when the lock is suspended or lost, with a sentence saying which.
 async fn lost(guard: &LockGuard, path: &str) -> String {
-    match guard.lost(None).await {
+    match guard.wait_lost(None).await {
         Ok(Validity::Suspended) => {
             format!("the lock {path} is suspended (connection lost; the session may expire)")
         }

@@ -8,7 +8,7 @@
 //!
 //! let cache = TreeCache::builder(&client, "/services").depth(Depth::Subtree).start();
 //! let mut events = cache.events();
-//! cache.initialized(Some(Duration::from_secs(10))).await?;
+//! cache.wait_initialized(Some(Duration::from_secs(10))).await?;
 //! for node in cache.children("/services") {
 //!     println!("{} = {:?}", node.path(), node.data());
 //! }
@@ -167,7 +167,7 @@ impl TreeCacheBuilder {
 
     /// Starts the cache on the current tokio runtime: it adds its watch and loads the
     /// subtree in the background. Wait for the first full view with
-    /// [`TreeCache::initialized`].
+    /// [`TreeCache::wait_initialized`].
     ///
     /// # Panics
     ///
@@ -336,10 +336,25 @@ impl TreeCache {
         self.status.borrow().initialized
     }
 
-    /// Why the cache ended, if it has (its session expired on a client that does not renew
-    /// sessions, or the client was closed).
-    pub fn ended(&self) -> Option<zk_proto::Error> {
-        self.status.borrow().ended.clone()
+    /// Why the cache ended, `None` while it runs: [`Error::Zk`] with the session's end (it
+    /// expired on a client that does not renew sessions, or the client was closed).
+    pub fn ended(&self) -> Option<Error> {
+        self.status.borrow().ended.clone().map(Error::Zk)
+    }
+
+    /// Waits until the cache ends, and returns why (as [`ended`](Self::ended)); at once when
+    /// it has. Pending as long as the cache runs.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    pub async fn wait_ended(&self) -> Error {
+        let mut status = self.status.clone();
+        let ended = match status.wait_for(|s| s.ended.is_some()).await {
+            Ok(status) => status.ended.clone(),
+            Err(_) => None,
+        };
+        Error::Zk(ended.unwrap_or(zk_proto::Error::Closed))
     }
 
     /// Waits until the first full load is done.
@@ -347,7 +362,7 @@ impl TreeCache {
     /// # Errors
     ///
     /// [`Error::Timeout`]; [`Error::Zk`] with the reason the cache ended before.
-    pub async fn initialized(&self, timeout: Option<Duration>) -> Result<()> {
+    pub async fn wait_initialized(&self, timeout: Option<Duration>) -> Result<()> {
         let mut status = self.status.clone();
         let done = within(
             timeout,
@@ -374,13 +389,13 @@ impl TreeCache {
     pub async fn sync(&self, timeout: Option<Duration>) -> Result<()> {
         let (tx, rx) = oneshot::channel();
         if let Some(error) = self.ended() {
-            return Err(Error::Zk(error));
+            return Err(error);
         }
         // A task that is gone drops the request, which ends the wait below.
         let _ = self.syncs.send(tx);
         match within(timeout, rx).await? {
             Ok(result) => result.map_err(Error::Zk),
-            Err(_) => Err(Error::Zk(self.ended().unwrap_or(zk_proto::Error::Closed))),
+            Err(_) => Err(self.ended().unwrap_or(Error::Zk(zk_proto::Error::Closed))),
         }
     }
 }

@@ -26,7 +26,7 @@ pub enum LeadershipEvent {
 /// lost: when the leadership was lost and regained (or the other way round) between two polls,
 /// both items come, in order. When the election ends the stream yields
 /// [`Lost`](LeadershipEvent::Lost) if the last item was `Acquired`, then ends; the reason is
-/// [`Leadership::end_reason`](super::Leadership::end_reason).
+/// [`Leadership::ended`](super::Leadership::ended).
 pub struct LeadershipEvents {
     inner: Pin<Box<dyn Stream<Item = LeadershipEvent> + Send>>,
 }

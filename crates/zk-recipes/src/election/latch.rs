@@ -8,8 +8,8 @@ use bytes::Bytes;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result, WatchedEvent};
 
 use super::{
-    Candidate, Leadership, LeadershipEvents, Reporter, Running, Session, child_path, ensure_path,
-    name_of, run_candidate,
+    Candidate, CandidateSession, Leadership, LeadershipEvents, Reporter, Running, child_path,
+    ensure_path, name_of, run_candidate,
 };
 use crate::sequential::{attempt_id, is_own_node, protected_name, sort_like_curator};
 
@@ -19,10 +19,10 @@ pub const LATCH_NAME: &str = "latch-";
 
 /// A candidate in a leader election where the lowest sequential node leads.
 ///
-/// [`start`](Self::start) spawns a task that creates an ephemeral sequential node
-/// `<path>/_c_<uuid>-latch-<seq>` holding the candidate's id, and watches the node just before
-/// its own. It is compatible with Apache Curator's `LeaderLatch` on the same path: the same
-/// names and data (the participant id), and Curator's order (every child of the path, sorted
+/// Once [started](LeaderLatchBuilder::start), a latch's task creates an ephemeral sequential
+/// node `<path>/_c_<uuid>-latch-<seq>` holding the candidate's id, and watches the node just
+/// before its own. It is compatible with Apache Curator's `LeaderLatch` on the same path: the
+/// same names and data (the participant id), and Curator's order (every child of the path, sorted
 /// by the text after `latch-`; the first leads), so Rust and Java candidates share one
 /// election. The candidate leads while its node is the lowest **and** its client is
 /// `Connected`: leadership is reported lost as soon as the connection is lost (see the
@@ -30,7 +30,19 @@ pub const LATCH_NAME: &str = "latch-";
 ///
 /// Giving up is [`close`](Self::close) (or dropping the latch): the node is deleted and the
 /// next candidate leads. When the session ends (expired, closed) the election ends for this
-/// candidate: a new session needs a new latch.
+/// candidate: a new session needs a new latch ([`ended`](Self::ended) tells why it ended).
+///
+/// ```no_run
+/// # async fn example(client: zk_proto::Client) -> zk_recipes::Result<()> {
+/// use zk_recipes::election::LeaderLatch;
+///
+/// let latch = LeaderLatch::builder(&client, "/app/leader", "worker-1").start();
+/// latch.wait_leader(None).await?;
+/// // ... lead, until latch.leadership().wait_lost(None) returns ...
+/// latch.close().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct LeaderLatch {
     leadership: Leadership,
@@ -40,26 +52,51 @@ pub struct LeaderLatch {
     path: String,
 }
 
-impl LeaderLatch {
-    /// Joins the election under `path` (created with its ancestors if missing) with the
-    /// candidate id `id` (the node's data, as Curator's participant id). Must be called
-    /// within a tokio runtime.
-    pub fn start(client: &Client, path: &str, id: impl Into<Bytes>) -> LeaderLatch {
-        let (reporter, leadership) = Reporter::new(Some(client));
+/// How to start a [`LeaderLatch`], made by [`LeaderLatch::builder`]; [`start`](Self::start)
+/// joins the election.
+#[derive(Debug, Clone)]
+#[must_use = "a latch joins the election only when started"]
+pub struct LeaderLatchBuilder {
+    client: Client,
+    path: String,
+    id: Bytes,
+}
+
+impl LeaderLatchBuilder {
+    /// Joins the election: spawns the candidate's task, which creates its node.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn start(self) -> LeaderLatch {
+        let (reporter, leadership) = Reporter::new(Some(&self.client));
         let attempt = attempt_id();
-        let driver = Driver {
-            session: Session::new(client.clone()),
-            path: path.to_owned(),
+        let candidate = LatchCandidate {
+            session: CandidateSession::new(self.client.clone()),
+            path: self.path.clone(),
             attempt: attempt.clone(),
-            data: id.into(),
+            data: self.id,
             own: None,
         };
         LeaderLatch {
             leadership,
-            running: Running::spawn(|shutdown| run_candidate(driver, reporter, shutdown)),
+            running: Running::spawn(|shutdown| run_candidate(candidate, reporter, shutdown)),
             attempt,
+            client: self.client,
+            path: self.path,
+        }
+    }
+}
+
+impl LeaderLatch {
+    /// A candidate of the election under `path` (created with its ancestors if missing) with
+    /// the candidate id `id` (the node's data, as Curator's participant id); nothing is sent
+    /// before [`start`](LeaderLatchBuilder::start).
+    pub fn builder(client: &Client, path: &str, id: impl Into<Bytes>) -> LeaderLatchBuilder {
+        LeaderLatchBuilder {
             client: client.clone(),
             path: path.to_owned(),
+            id: id.into(),
         }
     }
 
@@ -140,7 +177,23 @@ impl LeaderLatch {
     ///
     /// Keeps waiting while disconnected; fails when the session ends.
     pub async fn wait_leader(&self, timeout: Option<Duration>) -> crate::Result<()> {
-        self.leadership.clone().wait_leader(timeout).await
+        self.leadership.wait_leader(timeout).await
+    }
+
+    /// Why the election ended for this candidate, `None` while it runs (see
+    /// [`Leadership::ended`]).
+    pub fn ended(&self) -> Option<crate::Error> {
+        self.leadership.ended()
+    }
+
+    /// Waits until the election ends for this candidate, and returns why (see
+    /// [`Leadership::wait_ended`]).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    pub async fn wait_ended(&self) -> crate::Error {
+        self.leadership.wait_ended().await
     }
 
     /// Leaves the election: leadership is reported lost at once, then the candidate's node
@@ -167,18 +220,18 @@ impl LeaderLatch {
 
 /// The task behind a [`LeaderLatch`].
 #[derive(Debug)]
-struct Driver {
-    session: Session,
+struct LatchCandidate {
+    session: CandidateSession,
     path: String,
     attempt: String,
     data: Bytes,
     own: Option<String>,
 }
 
-impl Candidate for Driver {
+impl Candidate for LatchCandidate {
     const NAME: &'static str = "leader latch";
 
-    fn session(&mut self) -> &mut Session {
+    fn session(&mut self) -> &mut CandidateSession {
         &mut self.session
     }
 
@@ -280,7 +333,7 @@ enum Next {
     Lead,
 }
 
-impl Driver {
+impl LatchCandidate {
     /// Leads while the connection and our node last (`own_changed`: the watch on our node).
     async fn lead(
         &mut self,

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use zk_proto::{Client, CreateOptions, Error, EventType, Result};
 
 use super::{
-    Candidate, Leadership, Reporter, Running, Session, ensure_path, parent_of, run_candidate,
+    Candidate, CandidateSession, Leadership, Reporter, Running, ensure_path, parent_of,
+    run_candidate,
 };
 
 /// The head start of the previous master by default.
@@ -32,9 +33,12 @@ pub struct MasterElection {
     running: Running,
 }
 
-/// Settings of a [`MasterElection`].
+/// How to start a [`MasterElection`], made by [`MasterElection::builder`];
+/// [`start`](Self::start) joins the election.
 #[derive(Debug, Clone)]
+#[must_use = "a candidate joins the election only when started"]
 pub struct MasterElectionBuilder {
+    client: Client,
     path: String,
     id: Bytes,
     head_start: Duration,
@@ -43,42 +47,41 @@ pub struct MasterElectionBuilder {
 impl MasterElectionBuilder {
     /// How long a candidate waits before racing after another candidate's node was deleted
     /// ([`DEFAULT_HEAD_START`] by default). Zero disables the head start.
-    #[must_use]
     pub fn head_start(mut self, head_start: Duration) -> Self {
         self.head_start = head_start;
         self
     }
 
-    /// Joins the election. Must be called within a tokio runtime.
-    pub fn start(self, client: &Client) -> MasterElection {
-        let (reporter, leadership) = Reporter::new(Some(client));
-        let driver = Driver {
-            session: Session::new(client.clone()),
+    /// Joins the election: spawns the candidate's task.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn start(self) -> MasterElection {
+        let (reporter, leadership) = Reporter::new(Some(&self.client));
+        let candidate = MasterCandidate {
+            session: CandidateSession::new(self.client),
             path: self.path,
             id: self.id,
             head_start: self.head_start,
         };
         MasterElection {
             leadership,
-            running: Running::spawn(|shutdown| run_candidate(driver, reporter, shutdown)),
+            running: Running::spawn(|shutdown| run_candidate(candidate, reporter, shutdown)),
         }
     }
 }
 
 impl MasterElection {
-    /// Settings for a candidate with the id `id` racing for the node `path` (its parent is
-    /// created if missing).
-    pub fn builder(path: &str, id: impl Into<Bytes>) -> MasterElectionBuilder {
+    /// A candidate with the id `id` racing for the node `path` (its parent is created if
+    /// missing); nothing is sent before [`start`](MasterElectionBuilder::start).
+    pub fn builder(client: &Client, path: &str, id: impl Into<Bytes>) -> MasterElectionBuilder {
         MasterElectionBuilder {
+            client: client.clone(),
             path: path.to_owned(),
             id: id.into(),
             head_start: DEFAULT_HEAD_START,
         }
-    }
-
-    /// Joins the election with the default settings. Must be called within a tokio runtime.
-    pub fn start(client: &Client, path: &str, id: impl Into<Bytes>) -> MasterElection {
-        Self::builder(path, id).start(client)
     }
 
     /// Whether this candidate is the master now.
@@ -107,7 +110,23 @@ impl MasterElection {
     ///
     /// Keeps waiting while disconnected; fails when the session ends.
     pub async fn wait_leader(&self, timeout: Option<Duration>) -> crate::Result<()> {
-        self.leadership.clone().wait_leader(timeout).await
+        self.leadership.wait_leader(timeout).await
+    }
+
+    /// Why the election ended for this candidate, `None` while it runs (see
+    /// [`Leadership::ended`]).
+    pub fn ended(&self) -> Option<crate::Error> {
+        self.leadership.ended()
+    }
+
+    /// Waits until the election ends for this candidate, and returns why (see
+    /// [`Leadership::wait_ended`]).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    pub async fn wait_ended(&self) -> crate::Error {
+        self.leadership.wait_ended().await
     }
 
     /// Leaves the election: mastership is reported lost at once, then the master node is
@@ -154,17 +173,17 @@ pub async fn current_master(client: &Client, path: &str) -> crate::Result<Option
 
 /// The task behind a [`MasterElection`].
 #[derive(Debug)]
-struct Driver {
-    session: Session,
+struct MasterCandidate {
+    session: CandidateSession,
     path: String,
     id: Bytes,
     head_start: Duration,
 }
 
-impl Candidate for Driver {
+impl Candidate for MasterCandidate {
     const NAME: &'static str = "master election";
 
-    fn session(&mut self) -> &mut Session {
+    fn session(&mut self) -> &mut CandidateSession {
         &mut self.session
     }
 

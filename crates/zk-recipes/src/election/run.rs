@@ -45,7 +45,6 @@ pub async fn run_while_leading<F: Future>(
     task: F,
     timeout: Option<Duration>,
 ) -> crate::Result<RunOutcome<F::Output>> {
-    let mut leadership = leadership.clone();
     leadership.wait_leader(timeout).await?;
     tokio::select! {
         biased;

@@ -158,19 +158,20 @@ pub(crate) async fn ensure_parents(client: &Client, path: &str) -> Result<()> {
     Ok(())
 }
 
-/// The machinery shared by the three recipes: one queue of contenders under a parent node.
+/// The machinery shared by the three recipes: the contenders under one parent node, in
+/// their queue.
 #[derive(Debug, Clone)]
-pub(super) struct Queue {
+pub(super) struct Contenders {
     pub(super) client: Client,
     pub(super) parent: String,
     pub(super) kind: Kind,
 }
 
-impl Queue {
+impl Contenders {
     pub(super) fn new(client: Client, path: &str, kind: Kind) -> Self {
         let parent = path.trim_end_matches('/');
         let parent = if parent.is_empty() { "/" } else { parent };
-        Queue {
+        Contenders {
             client,
             parent: parent.to_owned(),
             kind,

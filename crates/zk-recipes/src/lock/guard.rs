@@ -61,9 +61,9 @@ impl Validity {
 /// The lock is an ephemeral node: it lives as long as the session. While the client is
 /// disconnected, the session may expire on the server without the client knowing yet, so
 /// [`validity`](LockGuard::validity) is [`Validity::Suspended`]; after expiry it is
-/// [`Validity::Lost`]. Await [`lost`](LockGuard::lost) next to the protected work to stop it,
-/// and pass the [`fencing_token`](LockGuard::fencing_token) to the protected resource so that
-/// it can refuse a late writer.
+/// [`Validity::Lost`]. Await [`wait_lost`](LockGuard::wait_lost) next to the protected work to
+/// stop it, and pass the [`fencing_token`](LockGuard::fencing_token) to the protected resource
+/// so that it can refuse a late writer.
 #[derive(Debug)]
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct LockGuard {
@@ -126,7 +126,7 @@ impl LockGuard {
     /// # Session loss
     ///
     /// This is how session loss is reported.
-    pub async fn lost(&self, timeout: Option<Duration>) -> Result<Validity> {
+    pub async fn wait_lost(&self, timeout: Option<Duration>) -> Result<Validity> {
         let mut states = self.states.clone();
         let (client, owner) = (&self.client, self.session);
         let validity = |state: SessionState| Validity::of(state, owner, client.session_id());

@@ -42,8 +42,8 @@ use std::time::Duration;
 
 use zk_proto::Client;
 
-use crate::{Error, Result};
-use attempt::Queue;
+use crate::{Error, Result, as_len};
+use attempt::Contenders;
 pub(crate) use attempt::ensure_parents;
 pub use guard::{LockGuard, Validity};
 use rules::{Kind, MUTEX, READ, Rule, WRITE};
@@ -75,7 +75,7 @@ pub const LEASE_NAME: &str = "lease-";
 /// let lock = zk_recipes::lock::Lock::new(&client, "/locks/jobs");
 /// let guard = lock.acquire(None).await?;
 /// tokio::select! {
-///     _ = guard.lost(None) => { /* stop: the lock may be gone */ }
+///     _ = guard.wait_lost(None) => { /* stop: the lock may be gone */ }
 ///     _ = async { /* the protected work, fenced with guard.fencing_token() */ } => {}
 /// }
 /// guard.release().await?;
@@ -84,7 +84,7 @@ pub const LEASE_NAME: &str = "lease-";
 /// ```
 #[derive(Debug, Clone)]
 pub struct Lock {
-    queue: Queue,
+    contenders: Contenders,
     /// The owner's holds, for a re-entrant lock; shared by the clones.
     owner: Option<Arc<reentrant::Owner>>,
 }
@@ -93,7 +93,7 @@ impl Lock {
     /// A mutex under `path` (the parent of the contenders' nodes).
     pub fn new(client: &Client, path: &str) -> Lock {
         Lock {
-            queue: Queue::new(client.clone(), path, MUTEX),
+            contenders: Contenders::new(client.clone(), path, MUTEX),
             owner: None,
         }
     }
@@ -116,7 +116,7 @@ impl Lock {
     /// [`Error::Lost`] instead of re-entering.
     pub fn reentrant(client: &Client, path: &str) -> Lock {
         Lock {
-            queue: Queue::new(client.clone(), path, MUTEX),
+            contenders: Contenders::new(client.clone(), path, MUTEX),
             owner: Some(Arc::default()),
         }
     }
@@ -134,7 +134,7 @@ impl Lock {
 
     /// The lock's parent path.
     pub fn path(&self) -> &str {
-        &self.queue.parent
+        &self.contenders.parent
     }
 
     /// Waits for the lock, at most `timeout` (`None`: no limit).
@@ -174,8 +174,8 @@ impl Lock {
             return self.try_once().await;
         }
         match &self.owner {
-            Some(owner) => reentrant::acquire(owner, &self.queue, timeout).await,
-            None => self.queue.acquire(timeout).await,
+            Some(owner) => reentrant::acquire(owner, &self.contenders, timeout).await,
+            None => self.contenders.acquire(timeout).await,
         }
     }
 
@@ -210,8 +210,8 @@ impl Lock {
 
     async fn try_once(&self) -> Result<LockGuard> {
         match &self.owner {
-            Some(owner) => reentrant::try_acquire(owner, &self.queue).await,
-            None => self.queue.try_acquire().await,
+            Some(owner) => reentrant::try_acquire(owner, &self.contenders).await,
+            None => self.contenders.try_acquire().await,
         }
     }
 }
@@ -237,11 +237,11 @@ impl ReadWriteLock {
     pub fn new(client: &Client, path: &str) -> ReadWriteLock {
         ReadWriteLock {
             read: Lock {
-                queue: Queue::new(client.clone(), path, READ),
+                contenders: Contenders::new(client.clone(), path, READ),
                 owner: None,
             },
             write: Lock {
-                queue: Queue::new(client.clone(), path, WRITE),
+                contenders: Contenders::new(client.clone(), path, WRITE),
                 owner: None,
             },
         }
@@ -276,16 +276,16 @@ pub struct Semaphore {
 
 impl Semaphore {
     /// A semaphore with `permits` leases (at least 1) under `path`.
-    pub fn new(client: &Client, path: &str, permits: usize) -> Semaphore {
+    pub fn new(client: &Client, path: &str, permits: u32) -> Semaphore {
         let kind = Kind {
             name: LEASE_NAME,
-            rule: Rule::Permits(permits.max(1)),
+            rule: Rule::Permits(as_len(permits.max(1))),
             sort_names: &[LEASE_NAME],
             every_child: false,
         };
         Semaphore {
             lock: Lock {
-                queue: Queue::new(client.clone(), path, kind),
+                contenders: Contenders::new(client.clone(), path, kind),
                 owner: None,
             },
         }

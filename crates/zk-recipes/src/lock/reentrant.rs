@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::attempt::{OwnNode, Queue};
+use super::attempt::{Contenders, OwnNode};
 use super::guard::{LockGuard, Validity};
 use crate::deadline::{deadline_of, until};
 use crate::{Error, Result};
@@ -55,12 +55,12 @@ impl Owner {
     }
 
     /// One more hold of the node this owner holds, if it holds one.
-    fn reenter(self: &Arc<Self>, queue: &Queue) -> Result<Option<LockGuard>> {
+    fn reenter(self: &Arc<Self>, contenders: &Contenders) -> Result<Option<LockGuard>> {
         let mut held = self.held();
         let Some(held) = held.as_mut() else {
             return Ok(None);
         };
-        let mut guard = queue.guard(held.node.clone());
+        let mut guard = contenders.guard(held.node.clone());
         if guard.validity() == Validity::Lost {
             // The session is over: so is the lock; no new hold of it.
             guard.node = None;
@@ -76,36 +76,36 @@ impl Owner {
 /// acquire of the lock (one at a time per owner), which becomes the owner's first hold.
 pub(super) async fn acquire(
     owner: &Arc<Owner>,
-    queue: &Queue,
+    contenders: &Contenders,
     timeout: Option<Duration>,
 ) -> Result<LockGuard> {
-    if let Some(guard) = owner.reenter(queue)? {
+    if let Some(guard) = owner.reenter(contenders)? {
         return Ok(guard);
     }
     let deadline = deadline_of(timeout);
     let _turn = until(deadline, owner.turn.lock()).await?;
-    if let Some(guard) = owner.reenter(queue)? {
+    if let Some(guard) = owner.reenter(contenders)? {
         return Ok(guard);
     }
     let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-    let guard = queue.acquire(remaining).await?;
+    let guard = contenders.acquire(remaining).await?;
     Ok(own(owner, guard))
 }
 
 /// The owner's try ([`Lock::try_acquire`](super::Lock::try_acquire)): a new hold when it holds
 /// already, else one try for the node; [`Error::Timeout`] also while another acquire of the
 /// same owner is under way (it waits for the lock: the lock is not free).
-pub(super) async fn try_acquire(owner: &Arc<Owner>, queue: &Queue) -> Result<LockGuard> {
-    if let Some(guard) = owner.reenter(queue)? {
+pub(super) async fn try_acquire(owner: &Arc<Owner>, contenders: &Contenders) -> Result<LockGuard> {
+    if let Some(guard) = owner.reenter(contenders)? {
         return Ok(guard);
     }
     let Ok(_turn) = owner.turn.try_lock() else {
         return Err(Error::Timeout);
     };
-    if let Some(guard) = owner.reenter(queue)? {
+    if let Some(guard) = owner.reenter(contenders)? {
         return Ok(guard);
     }
-    let guard = queue.try_acquire().await?;
+    let guard = contenders.try_acquire().await?;
     Ok(own(owner, guard))
 }
 

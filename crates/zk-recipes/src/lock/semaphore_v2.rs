@@ -6,7 +6,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use zk_proto::{Client, OneshotWatcher};
 
-use super::attempt::{Attempt, OwnNode, Queue};
+use super::attempt::{Attempt, Contenders, OwnNode};
 use super::guard::LockGuard;
 use super::rules::{Kind, Rule};
 use super::{LEASE_NAME, Lock};
@@ -67,7 +67,7 @@ pub enum MaxLeases {
 pub struct SemaphoreV2 {
     client: Client,
     lock: Lock,
-    leases: Queue,
+    leases: Contenders,
     max: MaxLeases,
     data: Bytes,
 }
@@ -97,7 +97,7 @@ impl SemaphoreV2 {
         SemaphoreV2 {
             client: client.clone(),
             lock: Lock::new(client, &format!("{path}/{SEMAPHORE_LOCKS}")),
-            leases: Queue::new(
+            leases: Contenders::new(
                 client.clone(),
                 &format!("{path}/{SEMAPHORE_LEASES}"),
                 LEASE_V2,
@@ -193,11 +193,11 @@ impl SemaphoreV2 {
     /// As [`acquire`](Self::acquire); the leases already taken are released.
     pub async fn acquire_many(
         &self,
-        qty: usize,
+        qty: u32,
         timeout: Option<Duration>,
     ) -> Result<Vec<LockGuard>> {
         let deadline = deadline_of(timeout);
-        let mut leases = Vec::with_capacity(qty);
+        let mut leases = Vec::new();
         for _ in 0..qty {
             leases.push(self.acquire_until(deadline).await?);
         }

@@ -198,21 +198,31 @@ impl PersistentNode {
                 .map(|p| p.clone().unwrap_or_default())
         })
         .await?;
-        created.map_err(|_| self.end_reason())
+        created.map_err(|_| self.ended_or_closed())
     }
 
-    /// Waits until the recipe stops by itself, and returns why: the session's end on a
-    /// client that does not renew expired sessions, or an error retrying cannot cure (such
-    /// as [`zk_proto::Error::NoAuth`]). Pending as long as the node is kept; after
-    /// [`close`](Self::close) cannot be called any more (it consumes the handle).
+    /// Why the recipe stopped by itself, `None` while it keeps the node: the session's end on
+    /// a client that does not renew expired sessions, or an error retrying cannot cure (such
+    /// as [`zk_proto::Error::NoAuth`]).
+    pub fn ended(&self) -> Option<Error> {
+        self.shared
+            .ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Waits until the recipe stops by itself, and returns why (as [`ended`](Self::ended));
+    /// at once when it has. Pending as long as the node is kept (after
+    /// [`close`](Self::close), which consumes the handle, it cannot be called any more).
     ///
     /// # Cancellation safety
     ///
     /// Cancel-safe: it only observes.
-    pub async fn stopped(&self) -> Error {
+    pub async fn wait_ended(&self) -> Error {
         let mut path = self.shared.path.clone();
         while path.changed().await.is_ok() {}
-        self.end_reason()
+        self.ended_or_closed()
     }
 
     /// Sets the node's data: written now if the node exists, and used whenever it is created
@@ -260,15 +270,8 @@ impl PersistentNode {
         }
     }
 
-    fn ended(&self) -> Option<Error> {
-        self.shared
-            .ended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    fn end_reason(&self) -> Error {
+    /// Why the recipe stopped, [`zk_proto::Error::Closed`] when that is not recorded.
+    fn ended_or_closed(&self) -> Error {
         self.ended().unwrap_or(Error::Zk(zk_proto::Error::Closed))
     }
 }

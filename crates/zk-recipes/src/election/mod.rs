@@ -44,7 +44,9 @@ use zk_proto::{Client, CreateOptions, Error, EventType, Result, SessionState, Wa
 use crate::deadline::within;
 
 pub use events::{LeadershipEvent, LeadershipEvents};
-pub use latch::{LATCH_NAME, LeaderLatch, Participant, current_leader, participants};
+pub use latch::{
+    LATCH_NAME, LeaderLatch, LeaderLatchBuilder, Participant, current_leader, participants,
+};
 pub use master::{DEFAULT_HEAD_START, MasterElection, MasterElectionBuilder, current_master};
 pub use once::{OneShotOutcome, elect_once, resign, wait_until_gone};
 pub use run::{RunOnceOutcome, RunOutcome, run_once, run_while_leading};
@@ -53,7 +55,7 @@ pub use run::{RunOnceOutcome, RunOutcome, run_once, run_while_leading};
 ///
 /// Cloning gives another independent view of the same candidate. When the election ends
 /// (closed by the caller, or the session ended, or an unexpected server error), the
-/// leadership is `false` for good and [`end_reason`](Self::end_reason) tells why.
+/// leadership is `false` for good and [`ended`](Self::ended) tells why.
 #[derive(Debug, Clone)]
 pub struct Leadership {
     rx: watch::Receiver<bool>,
@@ -79,8 +81,27 @@ impl Leadership {
         LeadershipEvents::new(self.rx.clone())
     }
 
-    /// Why the election ended, `None` while it runs.
-    pub fn end_reason(&self) -> Option<Error> {
+    /// Why the election ended, `None` while it runs: [`Error::Closed`] (as
+    /// [`crate::Error::Zk`]) when it was closed by the caller, the session's end
+    /// ([`Error::SessionExpired`], ...) or the unexpected server error that stopped it.
+    pub fn ended(&self) -> Option<crate::Error> {
+        self.end_cause().map(crate::Error::Zk)
+    }
+
+    /// Waits until the election ends, and returns why (as [`ended`](Self::ended)); at once
+    /// when it has ended. Pending as long as the candidate runs.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancel-safe: it only observes.
+    pub async fn wait_ended(&self) -> crate::Error {
+        let mut rx = self.rx.clone();
+        while rx.changed().await.is_ok() {}
+        crate::Error::Zk(self.end_cause().unwrap_or(Error::Closed))
+    }
+
+    /// The client's error the election ended with, `None` while it runs.
+    fn end_cause(&self) -> Option<Error> {
         self.end.lock().ok().and_then(|end| end.clone())
     }
 
@@ -101,14 +122,15 @@ impl Leadership {
     ///
     /// Leadership is never reported while the client is not `Connected`; this keeps waiting
     /// through a disconnection, and fails when the session ends.
-    pub async fn wait_leader(&mut self, timeout: Option<Duration>) -> crate::Result<()> {
-        let leading = within(timeout, self.rx.wait_for(|leading| *leading))
+    pub async fn wait_leader(&self, timeout: Option<Duration>) -> crate::Result<()> {
+        let mut rx = self.rx.clone();
+        let leading = within(timeout, rx.wait_for(|leading| *leading))
             .await?
             .is_ok();
         if leading {
             Ok(())
         } else {
-            Err(self.end_reason().unwrap_or(Error::Closed).into())
+            Err(self.end_cause().unwrap_or(Error::Closed).into())
         }
     }
 
@@ -127,13 +149,15 @@ impl Leadership {
     /// # Session loss
     ///
     /// Returns as soon as the client leaves the `Connected` state.
-    pub async fn wait_lost(&mut self, timeout: Option<Duration>) -> crate::Result<()> {
-        let _ = within(timeout, self.rx.wait_for(|leading| !*leading)).await?;
+    pub async fn wait_lost(&self, timeout: Option<Duration>) -> crate::Result<()> {
+        let mut rx = self.rx.clone();
+        let _ = within(timeout, rx.wait_for(|leading| !*leading)).await?;
         Ok(())
     }
 
     /// Waits for the next change of the leadership, at most `timeout` (`None`: no limit),
-    /// and returns the new value.
+    /// and returns the new value. Like a stream's `next`, it takes `&mut self`: this view
+    /// remembers the last value it returned.
     ///
     /// # Errors
     ///
@@ -150,12 +174,12 @@ impl Leadership {
     pub async fn changed(&mut self, timeout: Option<Duration>) -> crate::Result<bool> {
         match within(timeout, self.rx.changed()).await? {
             Ok(()) => Ok(*self.rx.borrow_and_update()),
-            Err(_) => Err(self.end_reason().unwrap_or(Error::Closed).into()),
+            Err(_) => Err(self.end_cause().unwrap_or(Error::Closed).into()),
         }
     }
 }
 
-/// The sending side of a [`Leadership`], owned by a driver task.
+/// The sending side of a [`Leadership`], owned by a candidate's task.
 #[derive(Debug)]
 struct Reporter {
     tx: watch::Sender<bool>,
@@ -212,9 +236,9 @@ impl Reporter {
 }
 
 /// Reports the leadership lost whenever the client leaves the `Connected` state, whatever the
-/// driver is awaiting at that moment (a request queued while disconnected waits for the next
-/// connection). Never completes. Runs in the driver's task, so it cannot interleave with
-/// the driver's synchronous "connected? then leading" check.
+/// candidate is awaiting at that moment (a request queued while disconnected waits for the
+/// next connection). Never completes. Runs in the candidate's task, so it cannot interleave
+/// with the candidate's synchronous "connected? then leading" check.
 async fn loss_guard(client: &Client, reporter: &Reporter) {
     let mut states = client.state_watcher();
     // The session last seen connected: a renewed session may come back as `Connected`
@@ -244,7 +268,7 @@ trait Candidate {
     const NAME: &'static str;
 
     /// The candidate's session.
-    fn session(&mut self) -> &mut Session;
+    fn session(&mut self) -> &mut CandidateSession;
 
     /// The election's path, for diagnostics.
     fn path(&self) -> &str;
@@ -363,9 +387,9 @@ fn terminal(client: &Client, state: SessionState) -> Option<Error> {
     }
 }
 
-/// The session as an election driver sees it.
+/// The session as a candidate sees it.
 #[derive(Debug)]
-struct Session {
+struct CandidateSession {
     client: Client,
     states: watch::Receiver<SessionState>,
     /// The session the candidate runs in, once connected: a client that renews expired
@@ -373,10 +397,10 @@ struct Session {
     id: Option<i64>,
 }
 
-impl Session {
-    fn new(client: Client) -> Session {
+impl CandidateSession {
+    fn new(client: Client) -> CandidateSession {
         let states = client.state_watcher();
-        Session {
+        CandidateSession {
             client,
             states,
             id: None,
@@ -512,6 +536,23 @@ mod tests {
         assert!(leadership.is_leader());
         reporter.end(Error::SessionExpired);
         assert!(!leadership.is_leader());
-        assert_eq!(leadership.end_reason(), Some(Error::SessionExpired));
+        assert_eq!(
+            leadership.ended(),
+            Some(crate::Error::Zk(Error::SessionExpired))
+        );
+    }
+
+    #[tokio::test]
+    async fn waiting_for_the_end_gives_the_reason_once_ended() {
+        let (reporter, leadership) = Reporter::new(None);
+        let waiting = tokio::spawn({
+            let leadership = leadership.clone();
+            async move { leadership.wait_ended().await }
+        });
+        assert_eq!(leadership.ended(), None);
+        reporter.end(Error::SessionExpired);
+        let reason = waiting.await.expect("the waiter does not panic");
+        assert_eq!(reason, crate::Error::Zk(Error::SessionExpired));
+        assert_eq!(leadership.wait_ended().await, reason);
     }
 }
