@@ -9,8 +9,10 @@ impl Client {
     /// caller's future returning (see [`RequestTiming`]). Take one before a stretch of work
     /// and one after, and [`RequestTiming::since`] gives that stretch's figures.
     ///
-    /// Only with the feature `request-timing`; without it nothing is timed and the client
-    /// pays nothing.
+    /// Timing starts with the first call (which returns zeros): until then the client keeps
+    /// no histogram and stamps nothing, so a client nobody times costs what it costs without
+    /// the feature. Only with the feature `request-timing`; without it nothing is timed and
+    /// the client pays nothing.
     pub fn request_timing(&self) -> RequestTiming {
         self.shared.timing.snapshot()
     }

@@ -1,9 +1,12 @@
 //! The feature is on: two histograms of atomic counters per client, written by the client
-//! handles and the connection task without locks.
+//! handles and the connection task without locks. A client times its requests from the first
+//! call of `Client::request_timing` on: until then it keeps no histogram (2 × 16 KB) and no
+//! stamps, so the clients of a benchmark that nobody times cost what they cost without the
+//! feature.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::session::RequestId;
@@ -24,8 +27,8 @@ struct Histogram {
     count: AtomicU64,
     total_ns: AtomicU64,
     max_ns: AtomicU64,
-    /// `BUCKETS` buckets, then the overflow.
-    buckets: Box<[AtomicU64]>,
+    /// `BUCKETS` buckets, then the overflow; allocated when timing starts.
+    buckets: OnceLock<Box<[AtomicU64]>>,
 }
 
 impl Histogram {
@@ -34,14 +37,19 @@ impl Histogram {
             count: AtomicU64::new(0),
             total_ns: AtomicU64::new(0),
             max_ns: AtomicU64::new(0),
-            buckets: (0..=BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            buckets: OnceLock::new(),
         }
+    }
+
+    fn buckets(&self) -> &[AtomicU64] {
+        self.buckets
+            .get_or_init(|| (0..=BUCKETS).map(|_| AtomicU64::new(0)).collect())
     }
 
     fn record(&self, elapsed: Duration) {
         let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         let bucket = usize::try_from(ns / BUCKET_NS).map_or(BUCKETS, |b| b.min(BUCKETS));
-        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        self.buckets()[bucket].fetch_add(1, Ordering::Relaxed);
         self.total_ns.fetch_add(ns, Ordering::Relaxed);
         self.max_ns.fetch_max(ns, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
@@ -53,7 +61,7 @@ impl Histogram {
             total_ns: self.total_ns.load(Ordering::Relaxed),
             max_ns: self.max_ns.load(Ordering::Relaxed),
             buckets: self
-                .buckets
+                .buckets()
                 .iter()
                 .map(|b| b.load(Ordering::Relaxed))
                 .collect(),
@@ -181,6 +189,8 @@ impl RequestTiming {
 }
 
 struct Histograms {
+    /// Set by the first snapshot: nothing is recorded before.
+    on: AtomicBool,
     send: Histogram,
     receive: Histogram,
 }
@@ -202,9 +212,15 @@ impl std::fmt::Debug for Recorder {
 impl Recorder {
     pub(crate) fn new() -> Recorder {
         Recorder(Arc::new(Histograms {
+            on: AtomicBool::new(false),
             send: Histogram::new(),
             receive: Histogram::new(),
         }))
+    }
+
+    /// Whether requests are timed (a snapshot was taken).
+    fn is_on(&self) -> bool {
+        self.0.on.load(Ordering::Relaxed)
     }
 
     /// The call's instant.
@@ -214,13 +230,14 @@ impl Recorder {
 
     /// A caller got its reply, read off the connection at `decoded`.
     pub(crate) fn received(&self, decoded: DecodedAt) {
-        if let Some(at) = decoded {
+        if let Some(at) = decoded.filter(|_| self.is_on()) {
             self.0.receive.record(at.elapsed());
         }
     }
 
-    /// The figures so far.
+    /// The figures so far; timing starts with the first call (which sees zeros).
     pub(crate) fn snapshot(&self) -> RequestTiming {
+        self.0.on.store(true, Ordering::Relaxed);
         RequestTiming {
             send: self.0.send.snapshot(),
             receive: self.0.receive.snapshot(),
@@ -260,7 +277,9 @@ impl SendStamps {
 
     /// A caller's request became `id`.
     pub(crate) fn submitted(&mut self, id: RequestId, issued: Issued) {
-        self.issued.insert(id, issued);
+        if self.recorder.is_on() {
+            self.issued.insert(id, issued);
+        }
     }
 
     /// A frame of `len` bytes went into the write buffer, carrying request `id` if any.
@@ -329,6 +348,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn nothing_is_timed_or_allocated_before_the_first_snapshot() {
+        let recorder = Recorder::new();
+        let mut stamps = SendStamps::new(recorder.clone());
+        stamps.submitted(RequestId(1), Instant::now());
+        stamps.encoded(Some(RequestId(1)), 10);
+        stamps.wrote(10);
+        stamps.settled();
+        recorder.received(Some(Instant::now()));
+        assert!(recorder.0.send.buckets.get().is_none());
+        assert!(recorder.0.receive.buckets.get().is_none());
+        assert!(stamps.issued.is_empty());
+        // The first snapshot starts the timing (and sees nothing before it).
+        let start = recorder.snapshot();
+        assert_eq!((start.send.count(), start.receive.count()), (0, 0));
+        stamps.submitted(RequestId(2), Instant::now());
+        stamps.encoded(Some(RequestId(2)), 10);
+        stamps.wrote(10);
+        stamps.settled();
+        recorder.received(Some(Instant::now()));
+        let timed = recorder.snapshot().since(&start);
+        assert_eq!((timed.send.count(), timed.receive.count()), (1, 1));
+    }
+
+    #[test]
     fn percentiles_come_from_the_buckets_and_since_subtracts() {
         let h = Histogram::new();
         for us in [1, 2, 3, 4, 500] {
@@ -350,6 +393,8 @@ mod tests {
     fn a_request_counts_as_sent_once_its_last_byte_is_taken() {
         let recorder = Recorder::new();
         let mut stamps = SendStamps::new(recorder.clone());
+        // Timing starts with the first snapshot.
+        assert_eq!(recorder.snapshot().send.count(), 0);
         let start = Instant::now();
         stamps.submitted(RequestId(1), start);
         stamps.submitted(RequestId(2), start);
