@@ -128,6 +128,12 @@ const MAX_COMMANDS_PER_TURN: usize = 256;
 /// go over it).
 const WRITE_BUFFER_HIGH_WATER: usize = 64 * 1024;
 
+/// The read buffer's first size. Most replies of an idle or lightly used session (pings, the
+/// configuration, small reads) fit; a larger frame makes the codec reserve its whole length at
+/// once, and the buffer keeps what it grew to. `tokio_util`'s default, 8 KiB, was a third of
+/// an idle session's memory (docs/performance.md).
+const READ_BUFFER_START: usize = 1024;
+
 /// The read side of a connection.
 pub(crate) type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
 /// The write side of a connection.
@@ -382,7 +388,11 @@ impl Driver {
                         Ok((read, write)) if self.session.is_dialing() => {
                             let codec = FrameCodec::with_max_frame_len(self.max_frame_len);
                             conn = Some(Connection {
-                                reader: FramedRead::new(read, codec),
+                                reader: FramedRead::with_capacity(
+                                    read,
+                                    codec,
+                                    READ_BUFFER_START,
+                                ),
                                 writer: write,
                                 out: BytesMut::new(),
                                 unflushed: false,
