@@ -8,6 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
+# Cargo verifies the packages by extracting them into its registry cache, keyed by name and
+# version only: a second dry run of the same version would build the first one's sources. Our
+# crates are not on crates.io at this version, so their extracted copies can always go.
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
+for crate in zk-jute zk-session zk-proto zk-recipes zk-gss-store; do
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version"
+done
 # --allow-dirty: the suite that ran before may leave files behind (corpora, logs); the packages
 # contain only what git tracks plus Cargo.lock, as on a clean checkout.
 cargo publish --workspace --dry-run --locked --allow-dirty
