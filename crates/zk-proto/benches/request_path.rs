@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use jute::{ConnectResponse, Encode, GetDataResponse, ReplyHeader, Stat};
+use rustix::time::{ClockId, clock_gettime};
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use zk_proto::session::{Op, Session, SessionConfig, SessionEvent};
 use zk_proto::{Client, CreateOptions};
@@ -278,15 +279,14 @@ fn session_create() -> Row {
     }
 }
 
-/// The process's CPU time (user and system), from /proc/self/stat (in 1/100 s on Linux).
-fn process_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(Duration::from_millis((utime + stime) * 10))
+/// The process's CPU time (user and system, every thread), as the lock-latency benchmark
+/// reads it.
+fn process_cpu() -> Duration {
+    let t = clock_gettime(ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// The whole client against a real server.
@@ -349,9 +349,7 @@ fn whole_client(connect: &str) -> Vec<Row> {
             }
         }
         let (a2, b2) = counted();
-        let cpu = process_cpu()
-            .zip(cpu_before)
-            .map(|(after, before)| after.saturating_sub(before));
+        let cpu = Some(process_cpu().saturating_sub(cpu_before));
         rows.push(Row {
             name: "client: pipelined getData",
             ops: rounds * PIPELINE as u64,
