@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that every published crate (zk-jute, zk-session, zk-proto, zk-recipes, zk-gss-store;
+# Checks that every published crate (zk-jute, zk-session, zk-proto, zk-recipes, zk-discovery, zk-gss-store;
 # the others say `publish = false`) can be published: `cargo publish --dry-run` packages each one, checks
 # its metadata, and builds the packaged sources against each other, as crates.io would see them.
 # Then, from the first release tag (`v*`) on, `cargo semver-checks` compares the public API with
@@ -12,7 +12,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # version only: a second dry run of the same version would build the first one's sources. Our
 # crates are not on crates.io at this version, so their extracted copies can always go.
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
-for crate in zk-jute zk-session zk-proto zk-recipes zk-gss-store; do
+for crate in zk-jute zk-session zk-proto zk-recipes zk-discovery zk-gss-store; do
     rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version"
 done
 # --allow-dirty: the suite that ran before may leave files behind (corpora, logs); the packages

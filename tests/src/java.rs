@@ -42,7 +42,8 @@ pub fn debian_classpath(required: &[&str], optional: &[&str]) -> Option<String> 
     Some(entries.join(":"))
 }
 
-/// The classpath of Apache Curator's recipes and the ZooKeeper client from Debian's packages
+/// The classpath of Apache Curator's recipes, its service discovery (`curator-x-discovery`,
+/// with the Jackson jars it needs) and the ZooKeeper client from Debian's packages
 /// (`scripts/install-curator.sh`), for the Curator programs of the interop tests and the
 /// partition suite; `None` when Curator is not installed. `CURATOR_CLASSPATH` overrides it.
 pub fn curator_classpath() -> Option<String> {
@@ -54,6 +55,10 @@ pub fn curator_classpath() -> Option<String> {
         &[
             "curator-framework.jar",
             "curator-client.jar",
+            "curator-x-discovery.jar",
+            "jackson-databind.jar",
+            "jackson-core.jar",
+            "jackson-annotations.jar",
             "zookeeper.jar",
             "zookeeper-jute.jar",
             "guava.jar",
