@@ -65,3 +65,8 @@ pub use provider::{
 };
 pub use serde_json;
 pub use zk_proto;
+
+/// The example of `docs/recipes-discovery.md`, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recipes-discovery.md")]
+pub struct DiscoveryGuideDoctests;
