@@ -352,6 +352,21 @@ pub(crate) enum Command {
         /// The node (need not exist)
         path: String,
     },
+    /// The services registered under BASE in Curator's service-discovery layout, the
+    /// instances of one (NAME), or with --watch those instances and then their changes
+    Services {
+        /// Print the instances, then every change as it comes (+ added, ~ updated, - removed),
+        /// until interrupted
+        #[arg(short = 'w', long, requires = "name")]
+        watch: bool,
+        /// With --watch: exit after this many changes
+        #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+        count: Option<u64>,
+        /// The discovery's base path (Curator's ServiceDiscoveryBuilder.basePath)
+        base: String,
+        /// A service's name
+        name: Option<String>,
+    },
     /// Run a command while holding a lock (a Curator-compatible mutex)
     Lock(LockArgs),
     /// Run a command while this process is the leader of an election, and stand again

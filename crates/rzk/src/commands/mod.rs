@@ -4,6 +4,7 @@
 //! - `nodes`: ls, get, stat, set, create, rm, tree, sync
 //! - `acl`: getacl, setacl, whoami
 //! - `watch`: watch
+//! - `services`: services (Curator's service discovery, through `zk-discovery`)
 //! - `lock`: lock (and lock --once), locks
 //! - `leader`: leader
 //! - `barrier`: barrier, gate
@@ -21,6 +22,7 @@ mod lock;
 mod nodes;
 mod quota;
 mod server;
+mod services;
 mod watch;
 
 pub(crate) use nodes::WatchSink;
@@ -167,6 +169,12 @@ pub(crate) async fn dispatch(
             count,
             path,
         } => watch::watch(client, &path, recursive, count, out).await,
+        Command::Services {
+            watch,
+            count,
+            base,
+            name,
+        } => services::services(client, &base, name.as_deref(), watch, count, out).await,
         Command::Lock(args) => lock::lock(client, &args, out).await,
         Command::Locks { path } => lock::locks(client, &path, out).await,
         Command::Leader(args) => leader::leader(client.clone(), connector, &args, out).await,
@@ -242,6 +250,13 @@ pub(crate) fn check(command: &Command) -> Result<(), Failure> {
                 paths::check(marker)?;
             }
             Ok(())
+        }
+        Command::Services { base, name, .. } => {
+            paths::check(base)?;
+            match name {
+                Some(name) => paths::check(&format!("{}/{name}", base.trim_end_matches('/'))),
+                None => Ok(()),
+            }
         }
         Command::Leader(args) => paths::check(&args.path),
         Command::Barrier(args) => paths::check(&args.path),
