@@ -22,6 +22,14 @@
 //                                                 -> ok | timeout <view now>
 //   cache-get <id>                                the cache's instance <id> -> describe(it) or none
 //   cache-changes                                 -> changes <n> (cacheChanged calls so far)
+//   bench <name> <instances> <queries> <changes>  the benchmark's Curator side
+//                                                 (benches/src/bin/discovery.rs): registers
+//                                                 <instances> instances bench-<i>, starts a
+//                                                 ServiceCache on a second client, times
+//                                                 <queries> queryForInstances and <changes>
+//                                                 updateService calls until that cache holds the
+//                                                 change, then unregisters them
+//                                                 -> bench query=<us>,<us>,.. change=<us>,..
 //   quit                                          close discovery, cache and client, then exit
 //
 // describe(instance) is one JSON object: name, id, address, port, sslPort, enabled,
@@ -152,6 +160,10 @@ public class CuratorDiscovery {
                     case "cache-changes":
                         reply = "changes " + changes.get();
                         break;
+                    case "bench":
+                        reply = bench(client, discovery, args[1], w[1], Integer.parseInt(w[2]),
+                                Integer.parseInt(w[3]), Integer.parseInt(w[4]));
+                        break;
                     case "quit":
                         if (cache != null) {
                             cache.close();
@@ -170,6 +182,88 @@ public class CuratorDiscovery {
             System.out.println(reply);
             System.out.flush();
         }
+    }
+
+    static String bench(CuratorFramework client, ServiceDiscovery<Object> discovery, String base, String name,
+            int instances, int queries, int changes) throws Exception {
+        List<ServiceInstance<Object>> registered = new ArrayList<>();
+        for (int i = 0; i < instances; i++) {
+            ServiceInstance<Object> instance = ServiceInstance.builder().name(name).id("bench-" + i)
+                    .address("10.9.0.1").port(10000 + i).payload(payload("z0")).build();
+            discovery.registerService(instance);
+            registered.add(instance);
+        }
+        CuratorFramework watcher = CuratorFrameworkFactory.builder()
+                .connectString(client.getZookeeperClient().getCurrentConnectionString())
+                .sessionTimeoutMs(10000).connectionTimeoutMs(10000)
+                .retryPolicy(new RetryNTimes(10, 100)).build();
+        watcher.start();
+        watcher.blockUntilConnected();
+        ServiceDiscovery<Object> watching = ServiceDiscoveryBuilder.builder(Object.class)
+                .client(watcher).basePath(base).build();
+        watching.start();
+        ServiceCache<Object> cache = watching.serviceCacheBuilder().name(name).build();
+        final Object seen = new Object();
+        cache.addListener(new ServiceCacheListener() {
+            @Override
+            public void cacheChanged() {
+                synchronized (seen) {
+                    seen.notifyAll();
+                }
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        });
+        cache.start();
+        StringBuilder query = new StringBuilder();
+        for (int q = 0; q < queries; q++) {
+            long start = System.nanoTime();
+            int found = discovery.queryForInstances(name).size();
+            long micros = (System.nanoTime() - start) / 1000;
+            if (found != instances) {
+                throw new IllegalStateException("query found " + found + " of " + instances);
+            }
+            query.append(q == 0 ? "" : ",").append(micros);
+        }
+        StringBuilder change = new StringBuilder();
+        ServiceInstance<Object> first = registered.get(0);
+        for (int c = 1; c <= changes; c++) {
+            String zone = "z" + c;
+            ServiceInstance<Object> updated = new ServiceInstance<Object>(name, first.getId(), first.getAddress(),
+                    first.getPort(), null, payload(zone), first.getRegistrationTimeUTC(), ServiceType.DYNAMIC,
+                    null, true);
+            long start = System.nanoTime();
+            discovery.updateService(updated);
+            long deadline = start + 30_000_000_000L;
+            synchronized (seen) {
+                while (!zoneOf(cache, first.getId()).equals(zone)) {
+                    long left = (deadline - System.nanoTime()) / 1_000_000;
+                    if (left <= 0) {
+                        throw new IllegalStateException("the cache did not see change " + c);
+                    }
+                    seen.wait(left);
+                }
+            }
+            long micros = (System.nanoTime() - start) / 1000;
+            change.append(c == 1 ? "" : ",").append(micros);
+        }
+        cache.close();
+        watching.close();
+        watcher.close();
+        for (ServiceInstance<Object> instance : registered) {
+            discovery.unregisterService(instance);
+        }
+        return "bench query=" + query + " change=" + change;
+    }
+
+    static String zoneOf(ServiceCache<Object> cache, String id) {
+        for (ServiceInstance<Object> i : cache.getInstances()) {
+            if (i.getId().equals(id) && i.getPayload() instanceof Map) {
+                return String.valueOf(((Map<?, ?>) i.getPayload()).get("zone"));
+            }
+        }
+        return "";
     }
 
     static Map<String, Object> payload(String zone) {
