@@ -1,6 +1,7 @@
 //! Service discovery (`zk-discovery`) under faults, against real servers: a cut connection
 //! (the registration stays, a cache catches up), a session expiry (re-registered on a client
-//! that renews sessions, ended on one that does not; a cache converges), and kill -9 of a
+//! that renews sessions, ended on one that does not; a cache converges; a Curator process cut
+//! off until its session expired registers again and our cache follows), and kill -9 of a
 //! registering process, ours and Curator's (its instance leaves once its session expires,
 //! and the caches converge).
 //!
@@ -251,6 +252,46 @@ async fn a_killed_curator_process_leaves_once_its_session_expires() {
         other => panic!("expected Removed, got {other:?}"),
     }
     assert!(cache.instances().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curator_instance_cut_off_until_its_session_expires_comes_back_and_caches_follow() {
+    let server = server().await;
+    let client = connect(&server.connect_string()).await;
+    let cache = ServiceDiscovery::new(&client, "/services")
+        .cache("api")
+        .start();
+    cache.wait_initialized(WAIT).await.expect("initialized");
+    let mut events = cache.events();
+
+    let proxy = zk_testkit::fault::FaultProxy::start(server.addr())
+        .await
+        .expect("proxy");
+    let mut curator =
+        curator::CuratorDiscovery::start(&proxy.connect_string(), "/services", SESSION).await;
+    curator.call("register api c1 10.1.0.1 8080 east").await;
+    let first = match next(&mut events).await {
+        ServiceEvent::Added(instance) => instance,
+        other => panic!("expected Added, got {other:?}"),
+    };
+    let (_, before) = client.get_data("/services/api/c1").await.expect("c1");
+
+    // Cut off until the ensemble expires Curator's session: its instance goes.
+    proxy.isolate();
+    match next(&mut events).await {
+        ServiceEvent::Removed { id, .. } => assert_eq!(id, "c1"),
+        other => panic!("expected Removed, got {other:?}"),
+    }
+    // Back: Curator opens a new session and registers the instance again (on RECONNECTED).
+    proxy.restore();
+    match next(&mut events).await {
+        ServiceEvent::Added(instance) => assert_eq!(*instance, *first),
+        other => panic!("expected Added, got {other:?}"),
+    }
+    let (_, after) = client.get_data("/services/api/c1").await.expect("c1");
+    assert_ne!(after.ephemeral_owner, before.ephemeral_owner);
+    assert_eq!(view(&cache), ["c1:8080"]);
+    curator.quit().await;
 }
 
 /// The environment variable that turns [`registering_child`] into the registering process of
