@@ -519,6 +519,69 @@ mod tests {
         }
     }
 
+    /// Any JSON value, a few levels deep, with the instance's field names among its keys.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u16>().prop_map(|n| json!(n)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            "[a-zA-Z0-9_{}/:.-]{0,12}".prop_map(Value::String),
+            prop_oneof![Just("DYNAMIC"), Just("STATIC"), Just("NEW")]
+                .prop_map(|s| Value::String(s.into())),
+        ];
+        let keys = prop_oneof![
+            Just("name".to_owned()),
+            Just("id".to_owned()),
+            Just("address".to_owned()),
+            Just("port".to_owned()),
+            Just("sslPort".to_owned()),
+            Just("payload".to_owned()),
+            Just("registrationTimeUTC".to_owned()),
+            Just("serviceType".to_owned()),
+            Just("uriSpec".to_owned()),
+            Just("enabled".to_owned()),
+            "[a-z@]{1,6}",
+        ];
+        leaf.prop_recursive(3, 32, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(keys.clone(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_are_read_without_a_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = ServiceInstance::from_json(&bytes);
+        }
+
+        #[test]
+        fn what_is_read_is_written_back_unchanged(value in any_json()) {
+            let bytes = serde_json::to_vec(&value).expect("JSON");
+            if let Ok(instance) = ServiceInstance::from_json(&bytes) {
+                let again = ServiceInstance::from_json(&instance.to_json()).expect("reread");
+                proptest::prop_assert_eq!(&again, &instance);
+                // Every field read is written back (nulls aside, which mean "none").
+                let written: Value = serde_json::from_slice(&instance.to_json()).expect("JSON");
+                if let Value::Object(fields) = &value {
+                    for (key, field) in fields {
+                        let default = field.is_null() || (key == "enabled" && field == &json!(true));
+                        if !default {
+                            proptest::prop_assert_eq!(&written[key.as_str()], field, "{}", key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn typed_payloads() {
         #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
