@@ -133,6 +133,12 @@ fn server_latency(ctx: &Context, side: ServerSide) -> Option<(f64, f64)> {
     Some((value(sum_key)?, value(count_key)?))
 }
 
+/// The server's update latency so far, `(sum in ms, count)` (as [`server_latency`]): read
+/// around a failover round, the closeSession's.
+pub(crate) fn server_update_latency(ctx: &Context) -> Option<(f64, f64)> {
+    server_latency(ctx, ServerSide::Updates)
+}
+
 /// Pooled over blocks: the mean of each key's per-block values.
 pub(crate) fn pool(same: &[&Metric]) -> Vec<(&'static str, Value)> {
     KEYS.into_iter()

@@ -140,9 +140,19 @@ pub struct Args {
     /// election_failover: rounds [default: 20]
     #[arg(long, value_name = "N", value_parser = at_least(1), help_heading = COUNTS)]
     pub failover_rounds: Option<usize>,
+    /// election_crash: rounds, each about a session timeout
+    /// (4 s asked) [default: 5]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = at_least(1),
+        help_heading = COUNTS,
+        verbatim_doc_comment
+    )]
+    pub crash_rounds: Option<usize>,
     /// only these workloads: raw_create_delete, raw_get,
     /// pipelined_get, lock_uncontended, lock_contended,
-    /// election_failover, codec
+    /// election_failover, election_crash, codec
     #[arg(
         long,
         value_name = "W[,W...]",
@@ -222,6 +232,8 @@ pub struct Counts {
     pub candidates: usize,
     /// `election_failover`: rounds.
     pub failover_rounds: usize,
+    /// `election_crash`: rounds.
+    pub crash_rounds: usize,
 }
 
 impl Default for Counts {
@@ -238,6 +250,7 @@ impl Default for Counts {
             contended_cycles: 100,
             candidates: 5,
             failover_rounds: 20,
+            crash_rounds: 5,
         }
     }
 }
@@ -254,6 +267,7 @@ impl Counts {
             lock_cycles: b(self.lock_cycles),
             contended_cycles: b(self.contended_cycles),
             failover_rounds: b(self.failover_rounds),
+            crash_rounds: b(self.crash_rounds),
             ..self
         }
     }
@@ -271,6 +285,7 @@ impl Counts {
             lock_cycles: s(self.lock_cycles),
             contended_cycles: s(self.contended_cycles),
             failover_rounds: s(self.failover_rounds),
+            crash_rounds: s(self.crash_rounds),
             ..self
         }
     }
@@ -338,6 +353,7 @@ impl Args {
             (self.contended_cycles, &mut c.contended_cycles),
             (self.candidates, &mut c.candidates),
             (self.failover_rounds, &mut c.failover_rounds),
+            (self.crash_rounds, &mut c.crash_rounds),
         ];
         for (flag, slot) in overrides {
             if let Some(n) = flag {

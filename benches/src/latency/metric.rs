@@ -138,7 +138,7 @@ enum Field {
     OpsPerS,
 }
 
-const RATIOS: [RatioSpec; 16] = [
+const RATIOS: [RatioSpec; 19] = [
     RatioSpec {
         name: "lock_cycle_p50/raw_pair_p50",
         numerator: ("lock_cycle", Field::P50),
@@ -159,6 +159,28 @@ const RATIOS: [RatioSpec; 16] = [
         numerator: ("lock_contended", Field::P50),
         denominator: ("lock_contended_release", Field::P50),
         target: Some((1.10, true)),
+    },
+    // The failover against its limit measured in the same rounds: a plain watcher (a session
+    // with nothing else to do) seeing the leader's node gone (`election.rs`).
+    RatioSpec {
+        name: "failover_p50/limit_p50",
+        numerator: ("election_failover", Field::P50),
+        denominator: ("election_failover_limit", Field::P50),
+        target: Some((1.2, true)),
+    },
+    RatioSpec {
+        name: "crash_failover_p50/crash_limit_p50",
+        numerator: ("election_crash", Field::P50),
+        denominator: ("election_crash_limit", Field::P50),
+        target: Some((1.2, true)),
+    },
+    // The limit itself (the closeSession's commit and one notification) against a raw delete
+    // (a commit and its reply).
+    RatioSpec {
+        name: "failover_limit_p50/raw_delete_p50",
+        numerator: ("election_failover_limit", Field::P50),
+        denominator: ("raw_delete", Field::P50),
+        target: None,
     },
     RatioSpec {
         name: "pipelined_get_ops/raw_get_ops",
@@ -418,6 +440,33 @@ mod tests {
             "{\"client\":\"rzk\",\"metric\":\"handoff_p50/contended_release_p50\",\"n\":null,\
              \"p50_us\":null,\"p90_us\":null,\"p99_us\":null,\"max_us\":null,\"ops_per_s\":null,\
              \"client_cpu_us_per_op\":null,\"ratio\":1.200,\"target\":\"<= 1.1\",\"target_met\":false}"
+        );
+    }
+
+    #[test]
+    fn failovers_are_judged_against_their_limits_of_the_same_run() {
+        let metrics = [
+            metric("raw_delete", 100.0),
+            metric("election_failover", 600.0),
+            metric("election_failover_limit", 500.0),
+            metric("election_crash", 4_100_000.0),
+            metric("election_crash_limit", 4_000_000.0),
+        ];
+        let out = ratios(&metrics, &[]);
+        let find = |name: &str| {
+            out.iter()
+                .find(|m| m.name == name)
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        let close = find("failover_p50/limit_p50");
+        assert_eq!(close.extra_num("ratio"), Some(1.2));
+        assert_eq!(close.extra_value("target"), Some(&Value::from("<= 1.2")));
+        assert_eq!(close.extra_value("target_met"), Some(&Value::Bool(true)));
+        let crash = find("crash_failover_p50/crash_limit_p50");
+        assert_eq!(crash.extra_num("ratio"), Some(1.025));
+        assert_eq!(
+            find("failover_limit_p50/raw_delete_p50").extra_num("ratio"),
+            Some(5.0)
         );
     }
 

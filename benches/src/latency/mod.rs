@@ -5,7 +5,8 @@
 //!
 //! - [`Options::parse`] reads the command line ([`Args`], clap; `cli.rs`).
 //! - [`run`] starts a local server or ensemble with the test kit (unless `--connect` names one),
-//!   runs the workloads ([`Workload`]; `workloads.rs`, counters in `servers.rs`) in blocks,
+//!   runs the workloads ([`Workload`]; `workloads.rs`, the elections with their limits in
+//!   `election.rs`, counters in `servers.rs`) in blocks,
 //!   with the reference clients ([`RefClient`]; `reference.rs`,
 //!   `benches/java/LockLatencyRef.java`) interleaved with ours (`blocks.rs`), and returns
 //!   their [`Metric`]s, then the ratios ([`ratios`], [`ratios_to_ref`]; `metric.rs`).
@@ -17,6 +18,7 @@
 mod blocks;
 mod breakdown;
 mod cli;
+mod election;
 mod metric;
 mod reference;
 mod security;

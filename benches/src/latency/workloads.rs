@@ -8,14 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::time::{ClockId, clock_gettime};
-use tokio::sync::mpsc;
 use zk_proto::{Client, CreateOptions};
-use zk_recipes::election::LeaderLatch;
 use zk_recipes::lock::Lock;
 
 use serde_json::Value;
 
 use super::breakdown::{Breakdown, ServerSide};
+use super::election;
 use super::servers::{Counters, read_counters};
 use super::{BoxError, Counts, Metric};
 use crate::codec;
@@ -35,19 +34,22 @@ pub enum Workload {
     LockContended,
     /// A leader latch whose leader closes its session.
     ElectionFailover,
+    /// A leader latch whose leader's connection is killed (the session expires).
+    ElectionCrash,
     /// The codec benchmark's figures (quick mode).
     Codec,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Workload::RawCreateDelete,
         Workload::RawGet,
         Workload::PipelinedGet,
         Workload::LockUncontended,
         Workload::LockContended,
         Workload::ElectionFailover,
+        Workload::ElectionCrash,
         Workload::Codec,
     ];
 
@@ -60,6 +62,7 @@ impl Workload {
             Workload::LockUncontended => "lock_uncontended",
             Workload::LockContended => "lock_contended",
             Workload::ElectionFailover => "election_failover",
+            Workload::ElectionCrash => "election_crash",
             Workload::Codec => "codec",
         }
     }
@@ -89,7 +92,7 @@ pub(crate) struct Context {
 const DATA: [u8; 16] = *b"rzk-bench-16-byt";
 
 /// How long a single wait (connect, leadership) may take before the run fails.
-const WAIT_LIMIT: Duration = Duration::from_secs(60);
+pub(super) const WAIT_LIMIT: Duration = Duration::from_secs(60);
 
 /// Process CPU time (user + system) so far.
 pub fn cpu_now() -> Duration {
@@ -101,7 +104,7 @@ pub fn cpu_now() -> Duration {
 }
 
 /// A progress line on stderr, redrawn about 20 times.
-struct Progress {
+pub(super) struct Progress {
     enabled: bool,
     /// Redraw one line (a terminal); else only the final line is printed.
     redraw: bool,
@@ -111,7 +114,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(ctx: &Context, name: &'static str, total: usize) -> Progress {
+    pub(super) fn new(ctx: &Context, name: &'static str, total: usize) -> Progress {
         let p = Progress {
             enabled: ctx.progress,
             redraw: ctx.progress && std::io::stderr().is_terminal(),
@@ -123,7 +126,7 @@ impl Progress {
         p
     }
 
-    fn tick(&self, done: usize) {
+    pub(super) fn tick(&self, done: usize) {
         if done.is_multiple_of(self.step) {
             self.show(done);
         }
@@ -135,7 +138,7 @@ impl Progress {
         }
     }
 
-    fn finish(&self) {
+    pub(super) fn finish(&self) {
         if self.enabled {
             let start = if self.redraw { "\r" } else { "" };
             eprintln!(
@@ -147,14 +150,14 @@ impl Progress {
 }
 
 /// Counters, CPU and wall clock at the start of a measured section.
-struct Section {
+pub(super) struct Section {
     counters: Counters,
     cpu: Duration,
     wall: Instant,
 }
 
 impl Section {
-    fn start(ctx: &Context) -> Section {
+    pub(super) fn start(ctx: &Context) -> Section {
         let counters = read_counters(&ctx.addrs);
         Section {
             counters,
@@ -165,7 +168,13 @@ impl Section {
 
     /// Ends the section over `ops` operations: sets the per-op figures of `metrics` (the
     /// server ones only if `server`).
-    fn finish(self, ctx: &Context, ops: usize, server: bool, metrics: &mut [Metric]) -> Duration {
+    pub(super) fn finish(
+        self,
+        ctx: &Context,
+        ops: usize,
+        server: bool,
+        metrics: &mut [Metric],
+    ) -> Duration {
         let wall = self.wall.elapsed();
         let cpu = cpu_now().saturating_sub(self.cpu);
         let after = read_counters(&ctx.addrs);
@@ -182,16 +191,26 @@ impl Section {
     }
 }
 
-async fn connect(ctx: &Context) -> Result<Client, BoxError> {
+/// A session with `ctx.connect` (session timeout 30 s).
+pub(super) async fn connect(ctx: &Context) -> Result<Client, BoxError> {
+    connect_to(ctx, &ctx.connect, Duration::from_secs(30)).await
+}
+
+/// A session with `connect`, with `ctx`'s settings and `session_timeout`.
+pub(super) async fn connect_to(
+    ctx: &Context,
+    connect: &str,
+    session_timeout: Duration,
+) -> Result<Client, BoxError> {
     let client = tokio::time::timeout(
         WAIT_LIMIT,
         ctx.builder
             .clone()
-            .session_timeout(Duration::from_secs(30))
-            .connect(&ctx.connect),
+            .session_timeout(session_timeout)
+            .connect(connect),
     )
     .await
-    .map_err(|_| format!("no session with {} within {WAIT_LIMIT:?}", ctx.connect))??;
+    .map_err(|_| format!("no session with {connect} within {WAIT_LIMIT:?}"))??;
     Ok(client)
 }
 
@@ -236,7 +255,8 @@ pub(crate) async fn run_all(
             Workload::PipelinedGet => pipelined_get(ctx).await,
             Workload::LockUncontended => lock_uncontended(ctx).await,
             Workload::LockContended => lock_contended(ctx).await,
-            Workload::ElectionFailover => election_failover(ctx).await,
+            Workload::ElectionFailover => election::failover(ctx).await,
+            Workload::ElectionCrash => election::crash(ctx).await,
             Workload::Codec => Ok(Vec::new()),
         };
         match m {
@@ -534,85 +554,6 @@ fn lock_or_recover<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `election_failover`: from the leader's close to another candidate knowing it leads.
-async fn election_failover(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
-    let c = ctx.counts;
-    let path = format!("{}/election", ctx.base);
-    let mut next_id = 0_usize;
-    let mut candidates: Vec<(Client, LeaderLatch)> = Vec::with_capacity(c.candidates);
-    let join =
-        |client: &Client, id: usize| LeaderLatch::builder(client, &path, format!("c{id}")).start();
-    for _ in 0..c.candidates {
-        let client = connect(ctx).await?;
-        let latch = join(&client, next_id);
-        next_id += 1;
-        candidates.push((client, latch));
-    }
-    let progress = Progress::new(ctx, "election_failover", c.failover_rounds);
-    let mut samples = Vec::with_capacity(c.failover_rounds);
-    let section = Section::start(ctx);
-    for round in 0..c.failover_rounds {
-        let leader = wait_for_leader(&candidates).await?;
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut watchers = Vec::new();
-        for (i, (_, latch)) in candidates.iter().enumerate() {
-            if i == leader {
-                continue;
-            }
-            let leadership = latch.leadership();
-            let tx = tx.clone();
-            watchers.push(tokio::spawn(async move {
-                if leadership.wait_leader(None).await.is_ok() {
-                    let _ = tx.send(Instant::now());
-                }
-            }));
-        }
-        let t0 = Instant::now();
-        let (old_client, old_latch) = candidates.remove(leader);
-        old_client.close().await?;
-        let elected = tokio::time::timeout(WAIT_LIMIT, rx.recv())
-            .await
-            .map_err(|_| format!("no new leader within {WAIT_LIMIT:?}"))?
-            .ok_or("every candidate's election ended")?;
-        samples.push(elected.saturating_duration_since(t0));
-        for w in watchers {
-            w.abort();
-        }
-        drop(old_latch);
-        // A new candidate takes the old leader's place at the end of the queue.
-        let client = connect(ctx).await?;
-        let latch = join(&client, next_id);
-        next_id += 1;
-        candidates.push((client, latch));
-        progress.tick(round + 1);
-    }
-    progress.finish();
-    let mut metrics = vec![Metric::from_samples("election_failover", &samples)];
-    section.finish(ctx, c.failover_rounds, true, &mut metrics);
-    metrics[0]
-        .extra
-        .push(("candidates", Value::from(c.candidates)));
-    for (client, latch) in candidates {
-        drop(latch);
-        let _ = client.close().await;
-    }
-    Ok(metrics)
-}
-
-/// The index of the candidate that leads (waits for one).
-async fn wait_for_leader(candidates: &[(Client, LeaderLatch)]) -> Result<usize, BoxError> {
-    let deadline = Instant::now() + WAIT_LIMIT;
-    loop {
-        if let Some(i) = candidates.iter().position(|(_, l)| l.is_leader()) {
-            return Ok(i);
-        }
-        if Instant::now() > deadline {
-            return Err(format!("no leader within {WAIT_LIMIT:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
 }
 
 /// `codec`: the codec benchmark in quick mode, one metric per message and direction.
