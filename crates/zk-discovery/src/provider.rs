@@ -306,6 +306,17 @@ mod tests {
     }
 
     #[test]
+    fn the_handles_can_be_shared_between_tasks() {
+        fn shared<T: Send + Sync + 'static>() {}
+        shared::<ServiceProvider>();
+        shared::<crate::ServiceCache>();
+        shared::<crate::Registration>();
+        shared::<crate::ServiceDiscovery>();
+        fn sent<T: Send + 'static>() {}
+        sent::<crate::ServiceEvents>();
+    }
+
+    #[test]
     fn round_robin_takes_each_in_turn() {
         let all = instances(&["a", "b", "c"]);
         let picker = Picker::new(Strategy::RoundRobin);
