@@ -259,6 +259,77 @@ async fn the_next_candidate_leads_on_the_leaders_deletion_alone() {
     third.close().await.expect("the third leaves");
 }
 
+/// A candidate further back watches its predecessor and the node before it: when the leader
+/// goes, the candidate two behind it lists again while its predecessor takes over, so that
+/// when its own turn comes it leads on its predecessor's deletion alone too, as a candidate
+/// that joined right behind the leader does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_two_behind_lists_again_before_its_turn_and_then_leads_alone() {
+    let server = start_server().await;
+    let path = "/app/election/two-behind";
+    let first_client = connect_with(session(), &server.connect_string()).await;
+    let second_client = connect_with(session(), &server.connect_string()).await;
+    let fourth_client = connect_with(session(), &server.connect_string()).await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    // The proxy counts the third candidate's requests: no configuration read among them.
+    let third_client =
+        connect_with(session().follow_ensemble(false), &proxy.connect_string()).await;
+    let first = LeaderLatch::builder(&first_client, path, "first").start();
+    within("the first leads", WITHIN, first.wait_leader(None))
+        .await
+        .expect("leads");
+    let second = LeaderLatch::builder(&second_client, path, "second").start();
+    eventually("two candidates", WITHIN, || async {
+        children(&first_client, path).await.len() == 2
+    })
+    .await;
+    let third = LeaderLatch::builder(&third_client, path, "third").start();
+    // It listed once, and watches its own node, the second's and the first's.
+    proxy.wait_forwarded(OpCode::EXISTS, 3).await;
+    third_client
+        .sync("/")
+        .await
+        .expect("a round trip behind its watches");
+    assert_eq!(proxy.forwarded(OpCode::GET_CHILDREN), 1);
+    let fourth = LeaderLatch::builder(&fourth_client, path, "fourth").start();
+    eventually("four candidates", WITHIN, || async {
+        children(&first_client, path).await.len() == 4
+    })
+    .await;
+
+    first.close().await.expect("the first leaves");
+    within("the second leads", WITHIN, second.wait_leader(None))
+        .await
+        .expect("leads");
+    // Told of the first's deletion, the third listed again: next in line, it watches its own
+    // node and the second's.
+    proxy.wait_forwarded(OpCode::GET_CHILDREN, 2).await;
+    proxy.wait_forwarded(OpCode::EXISTS, 5).await;
+    third_client
+        .sync("/")
+        .await
+        .expect("a round trip behind its watches");
+    let listed = proxy.forwarded(OpCode::GET_CHILDREN);
+    assert_eq!(listed, 2);
+    assert!(!third.is_leader());
+
+    second.close().await.expect("the second leaves");
+    within("the third leads", WITHIN, third.wait_leader(None))
+        .await
+        .expect("leads");
+    assert_eq!(
+        proxy.forwarded(OpCode::GET_CHILDREN),
+        listed,
+        "it listed again"
+    );
+    assert!(!fourth.is_leader());
+    third.close().await.expect("the third leaves");
+    within("the fourth leads", WITHIN, fourth.wait_leader(None))
+        .await
+        .expect("leads");
+    fourth.close().await.expect("the fourth leaves");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn master_node_elects_one_and_gives_the_previous_master_a_head_start() {
     const HEAD_START: Duration = Duration::from_secs(2);

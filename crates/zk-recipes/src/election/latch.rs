@@ -21,7 +21,8 @@ pub const LATCH_NAME: &str = "latch-";
 ///
 /// Once [started](LeaderLatchBuilder::start), a latch's task creates an ephemeral sequential
 /// node `<path>/_c_<uuid>-latch-<seq>` holding the candidate's id, and watches the node just
-/// before its own. It is compatible with Apache Curator's `LeaderLatch` on the same path: the
+/// before its own and the one before that (when the latter goes, the candidate lists again
+/// before its turn, so that it then leads on its predecessor's deletion alone). It is compatible with Apache Curator's `LeaderLatch` on the same path: the
 /// same names and data (the participant id), and Curator's order (every child of the path, sorted
 /// by the text after `latch-`; the first leads), so Rust and Java candidates share one
 /// election. The candidate leads while its node is the lowest **and** its client is
@@ -275,12 +276,33 @@ impl Candidate for LatchCandidate {
             return self.lead(reporter, own_changed).await;
         }
         reporter.set(false);
-        // Watch the predecessor (our own node is watched already).
-        let predecessor = child_path(&self.path, &children[position - 1]);
-        let (stat, watch) = client.exists_watch(&predecessor).await?;
+        // Watch the predecessor (our own node is watched already) and, further back, the
+        // node before it (queued back to back: one round trip). When that one goes (the
+        // leader, most often, while the predecessor takes over), this candidate lists again
+        // although it does not lead: it is then next in line with a listing that says so, and
+        // leads on its predecessor's deletion alone when its turn comes. Two candidates are
+        // told of a deletion, never more: no herd.
+        let predecessor = client.exists_watch(&child_path(&self.path, &children[position - 1]));
+        let further = position
+            .checked_sub(2)
+            .map(|i| client.exists_watch(&child_path(&self.path, &children[i])));
+        let (stat, watch) = predecessor.await?;
+        let further = match further {
+            Some(exists) => Some(exists.await?),
+            None => None,
+        };
         if stat.is_none() {
             return Ok(());
         }
+        let further_changed = async move {
+            match further {
+                // Any event of that node: look again.
+                Some((Some(_), watch)) => watch.changed().await.map(drop),
+                // Gone already: look again at once (the predecessor is still there).
+                Some((None, _)) => Ok(()),
+                None => std::future::pending().await,
+            }
+        };
         let next = tokio::select! {
             biased;
             event = &mut own_changed => {
@@ -290,6 +312,10 @@ impl Candidate for LatchCandidate {
                 Next::Look
             }
             changed = self.session.changed() => {
+                changed?;
+                Next::Look
+            }
+            changed = further_changed => {
                 changed?;
                 Next::Look
             }

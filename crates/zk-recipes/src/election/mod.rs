@@ -2,7 +2,8 @@
 //!
 //! - [`LeaderLatch`]: every candidate holds an ephemeral sequential node (Curator
 //!   `LeaderLatch`-compatible names, `_c_<uuid>-latch-<seq>`); the lowest leads, each other
-//!   candidate watches its predecessor only (no herd effect). [`participants`] lists the
+//!   candidate watches its predecessor and the node before that one, so that a deletion
+//!   tells two candidates, never all (no herd effect). [`participants`] lists the
 //!   candidates in order, leader first, with their ids.
 //! - Every candidate's [`Leadership`] is a value to read or wait on, and a stream of its
 //!   changes ([`Leadership::events`]).
