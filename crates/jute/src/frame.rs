@@ -29,6 +29,10 @@ pub enum FrameError {
         len: usize,
         /// The configured maximum.
         max: usize,
+        /// The first four bytes of the received frame's body, when they had already arrived
+        /// with its length prefix: a reply's xid, naming the request the refused reply
+        /// answers. `None` on encode.
+        xid: Option<i32>,
     },
     /// The underlying transport failed.
     #[error("I/O error: {0}")]
@@ -86,9 +90,15 @@ impl Decoder for FrameCodec {
         let declared = i32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
         let len = usize::try_from(declared).map_err(|_| FrameError::NegativeLength(declared))?;
         if len > self.max_frame_len {
+            // Refused from its prefix: the body is never buffered, but the bytes after the
+            // prefix that are already in say which request the reply was for.
+            let xid = src
+                .get(PREFIX_LEN..PREFIX_LEN + 4)
+                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
             return Err(FrameError::TooLong {
                 len,
                 max: self.max_frame_len,
+                xid,
             });
         }
         if src.len() < PREFIX_LEN + len {
@@ -110,6 +120,7 @@ impl<T: Encode> Encoder<T> for FrameCodec {
             return Err(FrameError::TooLong {
                 len,
                 max: self.max_frame_len,
+                xid: None,
             });
         }
         dst.reserve(PREFIX_LEN + len);
@@ -159,9 +170,11 @@ mod tests {
         let mut buf = BytesMut::from(&[0x7fu8, 0xff, 0xff, 0xff, 0][..]);
         let capacity = buf.capacity();
         match codec.decode(&mut buf) {
-            Err(FrameError::TooLong { len, max }) => {
+            Err(FrameError::TooLong { len, max, xid }) => {
                 assert_eq!(len, i32::MAX as usize);
                 assert_eq!(max, DEFAULT_MAX_FRAME_LEN);
+                // One byte of the body only: no xid yet.
+                assert_eq!(xid, None);
             }
             other => panic!("expected TooLong, got {other:?}"),
         }
@@ -176,7 +189,25 @@ mod tests {
         let mut buf = BytesMut::from(&[0u8, 0, 0, 6][..]);
         assert!(matches!(
             codec.decode(&mut buf),
-            Err(FrameError::TooLong { len: 6, max: 5 })
+            Err(FrameError::TooLong {
+                len: 6,
+                max: 5,
+                xid: None
+            })
+        ));
+    }
+
+    #[test]
+    fn an_oversized_frame_names_its_xid_when_it_arrived_with_the_prefix() {
+        let mut codec = FrameCodec::with_max_frame_len(5);
+        let mut buf = BytesMut::from(&[0u8, 0, 0, 6, 0, 0, 0x01, 0x02, 9][..]);
+        assert!(matches!(
+            codec.decode(&mut buf),
+            Err(FrameError::TooLong {
+                len: 6,
+                max: 5,
+                xid: Some(0x0102)
+            })
         ));
     }
 
@@ -202,7 +233,11 @@ mod tests {
         };
         assert!(matches!(
             codec.encode(&ping, &mut out),
-            Err(FrameError::TooLong { len: 8, max: 4 })
+            Err(FrameError::TooLong {
+                len: 8,
+                max: 4,
+                xid: None
+            })
         ));
         assert!(out.is_empty());
     }

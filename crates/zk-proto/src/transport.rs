@@ -2,16 +2,26 @@
 //! session's connections and the read-only search's probes go the same way, so a TLS
 //! ensemble is only ever spoken to over TLS.
 
+use std::future::Future;
 use std::io;
-#[cfg(feature = "tls")]
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use crate::connect_string::HostAddr;
-use crate::driver::{Connecting, Dialer, ReadHalf, WriteHalf};
-use crate::read_only;
+
+/// The read side of a connection.
+pub(crate) type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
+/// The write side of a connection.
+pub(crate) type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
+/// A connection attempt in progress.
+pub(crate) type Connecting =
+    Pin<Box<dyn Future<Output = io::Result<(ReadHalf, WriteHalf)>> + Send>>;
+/// Opens a connection to a host: TCP in production, an in-memory stream in tests.
+pub(crate) type Dialer = Arc<dyn Fn(HostAddr) -> Connecting + Send + Sync>;
 
 /// A byte stream to a server.
 pub(crate) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -42,7 +52,7 @@ impl Transport {
     }
 
     async fn tcp(host: &HostAddr) -> io::Result<TcpStream> {
-        let addr = read_only::resolve(host).await?;
+        let addr = resolve(host).await?;
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         Ok(stream)
@@ -56,7 +66,7 @@ impl Transport {
     /// The session's dialer over this transport. The attempt's budget is the session's.
     pub(crate) fn dialer(&self) -> Dialer {
         let transport = self.clone();
-        std::sync::Arc::new(move |host: HostAddr| {
+        Arc::new(move |host: HostAddr| {
             let transport = transport.clone();
             Box::pin(async move {
                 match transport {
@@ -74,4 +84,20 @@ impl Transport {
             }) as Connecting
         })
     }
+}
+
+/// Resolves `host` now (a changed DNS entry is picked up) and picks one of its addresses at
+/// random.
+///
+/// # Errors
+///
+/// The lookup failed or gave no address.
+async fn resolve(host: &HostAddr) -> io::Result<SocketAddr> {
+    let addrs: Vec<_> = tokio::net::lookup_host((host.host.as_str(), host.port))
+        .await?
+        .collect();
+    if addrs.is_empty() {
+        return Err(io::Error::other("the host name resolved to no address"));
+    }
+    Ok(addrs[fastrand::usize(..addrs.len())])
 }

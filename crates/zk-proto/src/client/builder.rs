@@ -7,14 +7,14 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Client, Shared};
 use crate::connect_string::{ConnectString, Security};
-use crate::driver::{Dialer, Driver, Published};
+use crate::driver::{Driver, Published};
 use crate::ensemble_config::TlsPorts;
 use crate::request_timing::{Recorder, SendStamps};
 use crate::sasl::SaslConfig;
 use crate::session::{Session, SessionConfig, SessionState};
 #[cfg(feature = "tls")]
 use crate::tls::TlsOptions;
-use crate::transport::Transport;
+use crate::transport::{Dialer, Transport};
 use crate::{Error, Result, TlsConfigError};
 
 /// Builds a [`Client`].

@@ -24,7 +24,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, StreamExt};
 use jute::{FrameCodec, FrameError, Response};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
@@ -33,8 +33,11 @@ use crate::connect_string::HostAddr;
 use crate::path::Chroot;
 use crate::read_only;
 use crate::request_timing::{DecodedAt, Issued, SendStamps};
-use crate::session::{Op, RequestId, SaslDone, Session, SessionEvent, SessionState, WatchedEvent};
-use crate::transport::Transport;
+use crate::session::{
+    Op, ProbeId, ProbeOutcome, RequestId, SaslDone, Session, SessionEvent, SessionState,
+    WatchedEvent,
+};
+use crate::transport::{Connecting, Dialer, ReadHalf, Transport, WriteHalf};
 use crate::{ConnectFailure, Error};
 
 /// What a request's caller gets back: the response (its body decoded by the op code sent).
@@ -134,16 +137,6 @@ const WRITE_BUFFER_HIGH_WATER: usize = 64 * 1024;
 /// an idle session's memory (docs/performance.md).
 const READ_BUFFER_START: usize = 1024;
 
-/// The read side of a connection.
-pub(crate) type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
-/// The write side of a connection.
-pub(crate) type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
-/// A connection attempt in progress.
-pub(crate) type Connecting =
-    Pin<Box<dyn Future<Output = io::Result<(ReadHalf, WriteHalf)>> + Send>>;
-/// Opens a connection to a host: TCP in production, an in-memory stream in tests.
-pub(crate) type Dialer = Arc<dyn Fn(HostAddr) -> Connecting + Send + Sync>;
-
 /// The production dialer over plain TCP: resolves the host on every attempt (a changed DNS
 /// entry is picked up on reconnect) and opens a TCP connection with Nagle off. The attempt's
 /// budget is the session's.
@@ -171,9 +164,8 @@ fn run_sasl_work(session: &mut Session, done: &mpsc::UnboundedSender<SaslDone>) 
     }
 }
 
-/// The search for a read/write server: completes with the first host (index in the host list)
-/// that answers `isro` with `rw`.
-type Searching = Pin<Box<dyn Future<Output = (usize, HostAddr)> + Send>>;
+/// A probe of the search for a read/write server under way: its id and its I/O.
+type Probing = (ProbeId, Pin<Box<dyn Future<Output = ProbeOutcome> + Send>>);
 
 /// One open connection.
 struct Connection {
@@ -300,27 +292,13 @@ impl Driver {
         }
     }
 
-    /// The hosts to probe for a read/write server: every host but `current`, round-robin from
-    /// the one after it.
-    fn probe_targets(&self, current: Option<usize>) -> Vec<(usize, HostAddr)> {
-        let hosts = self.session.hosts();
-        let start = current.map_or(0, |c| c + 1);
-        (0..hosts.len())
-            .map(|k| (start + k) % hosts.len())
-            .filter(|&i| Some(i) != current)
-            .map(|i| (i, hosts[i].clone()))
-            .collect()
-    }
-
     pub(crate) async fn run(mut self) {
         let mut conn: Option<Connection> = None;
         let mut connecting: Option<Connecting> = None;
         let mut handles_gone = false;
-        // A close was asked for: no more searching for a read/write server.
-        let mut closing = false;
-        // The search for a read/write server: runs while the session is read-only, and only
-        // then (dropping it cancels it).
-        let mut searching: Option<Searching> = None;
+        // The probe of the search for a read/write server the session handed out (dropping it
+        // cancels it).
+        let mut probing: Option<Probing> = None;
         // Steps of a blocking SASL mechanism (Kerberos) come back here from their threads.
         let (sasl_tx, mut sasl_rx) = mpsc::unbounded_channel();
         loop {
@@ -336,15 +314,19 @@ impl Driver {
                 tracing::debug!(%host, "connecting");
                 connecting = Some((self.dialer)(host));
             }
-            let is_read_only =
-                self.session.state() == SessionState::ConnectedReadOnly && conn.is_some();
-            if !is_read_only || closing {
-                searching = None;
-            } else if searching.is_none() {
-                // With a single host there is nothing to probe: the search never completes.
-                let targets = self.probe_targets(self.session.current_host());
-                tracing::debug!(hosts = targets.len(), "searching for a read/write server");
-                searching = Some(Box::pin(read_only::search(targets, self.probes.clone())));
+            // A probe the session no longer wants (its deadline passed, the session left the
+            // read-only server) is dropped; the next one starts when the session says.
+            if probing
+                .as_ref()
+                .is_some_and(|(id, _)| !self.session.is_probing(*id))
+            {
+                probing = None;
+            }
+            if probing.is_none()
+                && let Some(probe) = self.session.poll_probe(Instant::now().into_std())
+            {
+                let io = read_only::probe(probe.host, self.probes.clone());
+                probing = Some((probe.id, Box::pin(io)));
             }
             let timer = self.session.poll_timeout().map(Instant::from_std);
             let (reader, writer) = match conn.as_mut() {
@@ -362,20 +344,17 @@ impl Driver {
             tokio::select! {
                 command = self.commands.recv(), if !handles_gone => match command {
                     Some(command) => {
-                        closing |= matches!(command, Command::Close { .. });
                         self.handle_command(command);
                         // Take whatever else is already queued, so that many requests go out
                         // in one write (bounded, so a flood cannot starve reads).
                         for _ in 0..MAX_COMMANDS_PER_TURN {
                             let Ok(command) = self.commands.try_recv() else { break };
-                            closing |= matches!(command, Command::Close { .. });
                             self.handle_command(command);
                         }
                     }
                     None => {
                         // Every handle is gone: close the session politely.
                         handles_gone = true;
-                        closing = true;
                         self.session.close(Instant::now().into_std());
                     }
                 },
@@ -412,14 +391,7 @@ impl Driver {
                             self.stamps.frame_read();
                             self.session.handle_frame(now, frame);
                         }
-                        Some(Err(FrameError::TooLong { len, max })) => {
-                            // Refused from its length prefix, before any buffer was reserved.
-                            // The bytes after the prefix may already be in, naming the request
-                            // the reply belongs to: that request gets `ReplyTooLarge`.
-                            let xid = conn
-                                .as_ref()
-                                .and_then(|c| c.reader.read_buffer().get(4..8))
-                                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                        Some(Err(FrameError::TooLong { len, max, xid })) => {
                             tracing::info!(len, max, ?xid, "frame over the limit; dropping the connection");
                             conn = None;
                             self.session.handle_oversized_frame(now, len, xid);
@@ -461,18 +433,9 @@ impl Driver {
                         );
                     }
                 },
-                (_, host) = async { searching.as_mut().expect("guarded").await }, if searching.is_some() => {
-                    // Still read-only: the search is dropped as soon as the state changes.
-                    searching = None;
-                    tracing::info!(
-                        %host,
-                        session_id = format_args!("{:#x}", self.session.session_id()),
-                        "found a read/write server; leaving the read-only server for it"
-                    );
-                    // By host, not by the index the search began with: the host list may have
-                    // changed since (`update_hosts`).
-                    if let Some(index) = self.session.hosts().iter().position(|h| *h == host) {
-                        self.session.reconnect_to(Instant::now().into_std(), index);
+                outcome = async { probing.as_mut().expect("guarded").1.as_mut().await }, if probing.is_some() => {
+                    if let Some((id, _)) = probing.take() {
+                        self.session.handle_probe_done(Instant::now().into_std(), id, outcome);
                     }
                 },
                 () = async {
@@ -517,19 +480,6 @@ impl Driver {
                 None => self.stamps.connection_closed(),
             }
             self.publish();
-            // An expired session is renewed (when configured) only now: its requests and
-            // watches were answered and its `Expired` published first. The yield lets the
-            // tasks woken by the expiry run before `Connecting` replaces it (a state watcher
-            // keeps only the latest state; it may still miss `Expired` on a busy runtime).
-            if !handles_gone && self.session.renews_now() {
-                tokio::task::yield_now().await;
-            }
-            if !handles_gone && self.session.renew_expired() {
-                while let Some(event) = self.session.poll_event() {
-                    self.dispatch(event);
-                }
-                self.publish();
-            }
             if self.session.state().is_terminal() {
                 if let Some(tx) = self.first_connect.take() {
                     let _ = tx.send(Err(terminal_error(&self.session)));
@@ -667,8 +617,8 @@ impl Driver {
                     let _ = reply.send(Delivery { result, decoded });
                 }
             }
-            SessionEvent::Watch { id, event } => self.deliver(id, Ok(event)),
-            SessionEvent::WatchLost { id, error } => self.deliver(id, Err(error)),
+            SessionEvent::Watch { id, event, last } => self.deliver(id, Ok(event), last),
+            SessionEvent::WatchLost { id, error } => self.deliver(id, Err(error), true),
             SessionEvent::State(state) => {
                 tracing::debug!(%state, "session state");
                 // Published before any reply that follows it is sent: a caller woken by
@@ -694,16 +644,8 @@ impl Driver {
         }
     }
 
-    fn deliver(&mut self, id: RequestId, event: Result<WatchedEvent, Error>) {
-        let last = event.is_err()
-            || event.as_ref().is_ok_and(|e| {
-                matches!(
-                    e.event_type,
-                    jute::EventType::DATA_WATCH_REMOVED
-                        | jute::EventType::CHILD_WATCH_REMOVED
-                        | jute::EventType::PERSISTENT_WATCH_REMOVED
-                )
-            });
+    /// Hands a watch's event to its sink; `last`: the session says the watch ends with it.
+    fn deliver(&mut self, id: RequestId, event: Result<WatchedEvent, Error>, last: bool) {
         let Some(sink) = self.watches.get(&id) else {
             return;
         };

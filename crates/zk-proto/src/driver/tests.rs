@@ -296,19 +296,6 @@ async fn an_expired_session_abandons_the_attempt_waiting_for_its_backoff() {
     );
 }
 
-fn indices(targets: Vec<(usize, HostAddr)>) -> Vec<usize> {
-    targets.into_iter().map(|(index, _)| index).collect()
-}
-
-#[test]
-fn probes_every_other_host_starting_after_the_current_one() {
-    let d = driver(4);
-    assert_eq!(indices(d.probe_targets(Some(2))), [3, 0, 1]);
-    assert_eq!(indices(d.probe_targets(Some(0))), [1, 2, 3]);
-    assert_eq!(d.probe_targets(Some(1))[0].1, HostAddr::new("h", 3));
-    assert!(driver(1).probe_targets(Some(0)).is_empty());
-}
-
 #[cfg(feature = "request-timing")]
 #[tokio::test]
 async fn request_timing_counts_each_request_when_written_and_each_reply_when_read() {

@@ -231,7 +231,7 @@ impl Checker {
                 result,
                 watch_armed,
             } => self.reply(*id, result, *watch_armed),
-            SessionEvent::Watch { id, event } => self.watch_event(*id, event),
+            SessionEvent::Watch { id, event, last } => self.watch_event(*id, event, *last),
             SessionEvent::WatchLost { id, error } => {
                 let caller = self.caller_mut(*id);
                 assert_eq!(
@@ -418,7 +418,7 @@ impl Checker {
         self.step.replies.push((id, result.clone(), watch_armed));
     }
 
-    pub(super) fn watch_event(&mut self, id: RequestId, event: &WatchedEvent) {
+    pub(super) fn watch_event(&mut self, id: RequestId, event: &WatchedEvent, last: bool) {
         let caller = self.caller(id);
         assert_eq!(
             caller.watch,
@@ -432,6 +432,7 @@ impl Checker {
             panic!("watch event for {id:?}, which set no watch");
         };
         if event.event_type == EventType::NONE {
+            assert!(!last, "connection marker {event:?} ends the watch {id:?}");
             self.connection_marker(id, kind, event);
             return;
         }
@@ -489,6 +490,10 @@ impl Checker {
             );
             !kind.is_persistent()
         };
+        assert_eq!(
+            last, finished,
+            "watch event {event:?} for {id:?} ({kind:?}): `last` says whether it ends the watch"
+        );
         if finished {
             self.caller_mut(id).watch = WatchStatus::Done;
         }

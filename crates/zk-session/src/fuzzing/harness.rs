@@ -167,16 +167,6 @@ impl Harness {
     }
 
     pub(super) fn act(&mut self, action: u8, input: &mut Input<'_>) {
-        // The driver renews an expired session at the end of the turn that expired it, once
-        // the expiry's events were handed on: here, before the next input.
-        let renews = self.config.renew_expired
-            && self.checker.state == SessionState::Expired
-            && self.checker.ever_connected
-            && self.closing.is_none();
-        assert_eq!(self.session.renews_now(), renews, "whether to renew now");
-        if renews {
-            self.renew();
-        }
         self.begin();
         let mut expect = Expect::default();
         match action {
@@ -207,11 +197,23 @@ impl Harness {
         self.settle(expect);
     }
 
-    /// Renews the expired session: the model of the session starts over, but for the last
+    /// Whether the session must renew now: it expired, the configuration renews, a session
+    /// was established before and `close` was not called.
+    pub(super) fn renews_now(&self) -> bool {
+        self.config.renew_expired
+            && self.checker.state == SessionState::Expired
+            && self.checker.ever_connected
+            && self.closing.is_none()
+    }
+
+    /// The session renewed itself once the expiry's events were handed on (its `Connecting`,
+    /// `event`, was the next event): the model of the session starts over, but for the last
     /// zxid seen (the next ConnectRequest must carry it).
-    pub(super) fn renew(&mut self) {
+    pub(super) fn renewed(&mut self, event: &SessionEvent) {
+        assert!(self.renews_now(), "a renewal that was not due: {event:?}");
         self.begin();
-        assert!(self.session.renew_expired(), "renews_now, but no renewal");
+        self.checker.observe(event);
+        self.count(event);
         assert!(
             self.outbox.is_empty() && self.conn.in_flight.is_empty()
                 || self.conn.phase == Phase::Down,

@@ -434,6 +434,7 @@ fn the_checker_catches_a_watch_event_for_an_id_without_a_watch() {
             state: KeeperState::SYNC_CONNECTED,
             path: "/a".into(),
         },
+        last: true,
     });
 }
 

@@ -54,18 +54,22 @@ impl Session {
     }
 
     /// Starts a new session after this one expired, if the configuration asks for it
-    /// ([`SessionConfig::renew_expired`](super::SessionConfig::renew_expired)) and a session
-    /// was established before (a session that expired on its first connection, a resumed
-    /// one, stays expired) and `close` was not called. Call it once the expiry's events were handed on: every request
-    /// and watch of the expired session has had its answer, and the `Expired` state event
-    /// comes before this one's `Connecting`.
+    /// ([`SessionConfig::renew_expired`](super::SessionConfig::renew_expired)), a session was
+    /// established before (a session that expired on its first connection, a resumed one,
+    /// stays expired) and `close` was not called. [`poll_event`](Self::poll_event) calls it
+    /// once the expiry's events were handed on: every request and watch of the expired session
+    /// has had its answer, and the `Expired` state event comes before this one's `Connecting`.
     ///
     /// The new session keeps what the client configured (hosts, credentials, SASL) and the
     /// last zxid seen, so that it never lands on a server behind what the client already saw.
     /// It retries without giving up, as a session that was established does. Returns whether
     /// a new session was started.
-    pub fn renew_expired(&mut self) -> bool {
-        if !self.renews_now() {
+    pub(super) fn renew_expired(&mut self) -> bool {
+        let renews = self.state == SessionState::Expired
+            && self.config.renew_expired
+            && self.established
+            && !self.close_requested;
+        if !renews {
             return false;
         }
         let expired = self.session_id;
@@ -85,15 +89,6 @@ impl Session {
             "the session expired; starting a new one"
         );
         true
-    }
-
-    /// Whether [`renew_expired`](Self::renew_expired) would start a new session now: never
-    /// once `close` was called (an expiry while closing ends the client).
-    pub fn renews_now(&self) -> bool {
-        self.state == SessionState::Expired
-            && self.config.renew_expired
-            && self.established
-            && !self.close_requested
     }
 
     pub(super) fn finish_close(&mut self) {

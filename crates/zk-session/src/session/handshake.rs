@@ -363,6 +363,7 @@ impl Session {
         } else {
             SessionState::Connected
         });
+        self.restart_read_only_search(read_only);
         self.tell_persistent_watchers(if read_only {
             KeeperState::CONNECTED_READ_ONLY
         } else {
@@ -384,6 +385,7 @@ impl Session {
                     state,
                     path: String::new(),
                 },
+                last: false,
             });
         }
     }

@@ -260,6 +260,7 @@ impl Session {
                     state: KeeperState::SYNC_CONNECTED,
                     path: client_path.clone(),
                 },
+                last: true,
             });
         }
     }
@@ -318,14 +319,15 @@ impl Session {
     pub(super) fn handle_notification(&mut self, event: jute::WatcherEvent) {
         let server_path = event.path.unwrap_or_default();
         let path = self.config.chroot.strip(&server_path).into_owned();
-        for id in self.watches.fire(event.event_type, &server_path) {
+        for fired in self.watches.fire(event.event_type, &server_path) {
             self.events.push_back(SessionEvent::Watch {
-                id,
+                id: fired.id,
                 event: WatchedEvent {
                     event_type: event.event_type,
                     state: event.state,
                     path: path.clone(),
                 },
+                last: fired.last,
             });
         }
         // A child created or deleted under a path held recursively: the server sends no
@@ -346,6 +348,7 @@ impl Session {
                         state: event.state,
                         path: parent_path.clone(),
                     },
+                    last: true,
                 });
             }
         }

@@ -16,6 +16,7 @@ mod inbound;
 mod inspect;
 mod modes;
 mod quorum;
+mod read_only_search;
 mod rebalance;
 mod reconnect;
 mod request;
@@ -33,6 +34,8 @@ mod move_tests;
 #[cfg(test)]
 mod quorum_tests;
 #[cfg(test)]
+mod read_only_search_tests;
+#[cfg(test)]
 mod renew_tests;
 #[cfg(test)]
 mod sasl_tests;
@@ -49,6 +52,9 @@ use jute::{Encode, EventType, KeeperState, OpCode, Response};
 
 pub use config::SessionConfig;
 pub use create_options::CreateOptions;
+pub use read_only_search::{
+    PROBE_MAX_INTERVAL, PROBE_MIN_INTERVAL, PROBE_TIMEOUT, Probe, ProbeId, ProbeOutcome,
+};
 pub use reconnect::{Backoff, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, HostList};
 pub use request::{MAX_TTL_MS, MultiOperation, Op};
 pub use state::SessionState;
@@ -62,6 +68,7 @@ use deadlines::Deadlines;
 use jute::codes::xid as reserved;
 use modes::{ModeChange, ServerModes};
 use quorum::QuorumCheck;
+use read_only_search::ReadOnlySearch;
 use request::{AfterReply, Encoded};
 pub use sasl::{SaslDone, SaslWork};
 use sasl::{SaslJobs, SaslRun};
@@ -96,12 +103,16 @@ pub enum SessionEvent {
         /// Whether the request armed its watch (on success; for exists also on NoNode).
         watch_armed: bool,
     },
-    /// A watch fired. One-shot watches fire once; persistent ones many times.
+    /// A watch fired. One-shot watches fire once; persistent ones many times, until removed.
     Watch {
         /// The request that set the watch.
         id: RequestId,
         /// The event.
         event: WatchedEvent,
+        /// The watch is gone after this event: a one-shot watch's event, or the removal of a
+        /// watch (`DataWatchRemoved`, `ChildWatchRemoved`, `PersistentWatchRemoved`). Nothing
+        /// more comes for `id`; a stream of its events ends here.
+        last: bool,
     },
     /// A watch will never fire: the session ended.
     WatchLost {
@@ -171,8 +182,11 @@ struct Pending {
 /// [`handle_connect_failed`](Self::handle_connect_failed),
 /// [`handle_connection_failed`](Self::handle_connection_failed), [`handle_frame`](Self::handle_frame),
 /// [`handle_disconnected`](Self::handle_disconnected), [`handle_timeout`](Self::handle_timeout),
-/// [`reconnect_to`](Self::reconnect_to), [`forget_watch`](Self::forget_watch). Outputs:
+/// [`reconnect_to`](Self::reconnect_to), [`forget_watch`](Self::forget_watch),
+/// [`handle_probe_done`](Self::handle_probe_done). Outputs:
 /// [`poll_connect`](Self::poll_connect) (the host to dial, when the backoff allows),
+/// [`poll_probe`](Self::poll_probe) (a host to ask whether it serves read/write, while
+/// read-only),
 /// [`poll_transmit_into`](Self::poll_transmit_into) (one whole frame, length prefix included,
 /// appended to the connection's write buffer), [`poll_timeout`](Self::poll_timeout) (when to
 /// call `handle_timeout` next), [`poll_event`](Self::poll_event).
@@ -260,6 +274,10 @@ pub struct Session {
     /// session is established on the new server or this instant passes
     /// ([`Timing::move_grace`]).
     moving: Option<Instant>,
+    /// The search for a read/write server while read-only ([`read_only_search`]).
+    read_only_search: Option<ReadOnlySearch>,
+    /// The last [`ProbeId`] handed out.
+    next_probe: u64,
 }
 
 const HEADER_LEN: usize = 8;
@@ -330,6 +348,8 @@ impl Session {
             permanent_failures: BTreeSet::new(),
             quorum,
             moving: None,
+            read_only_search: None,
+            next_probe: 0,
         }
     }
 
@@ -585,7 +605,15 @@ impl Session {
     }
 
     /// The next thing the driver must know.
+    ///
+    /// An expired session is renewed here, when the configuration asks for it
+    /// ([`SessionConfig::renew_expired`]): once every event of the expiry was handed out (every
+    /// request and watch of the expired session answered, `Expired` told), the next call
+    /// starts the new session and returns its `Connecting`.
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
+        if self.events.is_empty() {
+            self.renew_expired();
+        }
         self.events.pop_front()
     }
 

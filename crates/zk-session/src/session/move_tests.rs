@@ -107,7 +107,7 @@ fn persistent_watchers_are_told_of_the_move_though_the_state_stays() {
         events
             .iter()
             .filter_map(|e| match e {
-                SessionEvent::Watch { id: w, event } if *w == id => Some(event.state),
+                SessionEvent::Watch { id: w, event, .. } if *w == id => Some(event.state),
                 _ => None,
             })
             .collect()

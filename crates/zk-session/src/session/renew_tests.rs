@@ -59,22 +59,28 @@ fn expire_after_a_watch(h: &mut Harness) -> RequestId {
 fn an_expired_session_is_reported_in_full_before_the_new_one_starts() {
     let mut h = Harness::new(renewing());
     let watch = expire_after_a_watch(&mut h);
-    // The expiry, as without renewal: the state, the lost watch.
-    let events = h.events();
-    assert!(events.contains(&SessionEvent::State(SessionState::Expired)));
-    assert!(events.contains(&SessionEvent::WatchLost {
-        id: watch,
-        error: Error::SessionExpired
-    }));
     assert_eq!(h.session.state(), SessionState::Expired);
     assert_eq!(
         h.session.submit(get_data("/b", false), None),
         Err(Error::SessionExpired),
         "nothing is queued on the expired session"
     );
-    // Then the new session.
-    assert!(h.session.renew_expired());
-    assert_eq!(h.events(), [SessionEvent::State(SessionState::Connecting)]);
+    // The expiry, as without renewal (the state, the lost watch), then the new session: it
+    // starts only once the expiry's events were all handed out.
+    let events = h.events();
+    let at = |wanted: &SessionEvent| events.iter().position(|e| e == wanted);
+    let expired = at(&SessionEvent::State(SessionState::Expired)).expect("Expired told");
+    let lost = at(&SessionEvent::WatchLost {
+        id: watch,
+        error: Error::SessionExpired,
+    })
+    .expect("the watch reported lost");
+    assert_eq!(
+        events.last(),
+        Some(&SessionEvent::State(SessionState::Connecting)),
+        "the renewal comes last"
+    );
+    assert!(expired < events.len() - 1 && lost < events.len() - 1);
     assert_eq!(h.session.session_id(), 0);
     assert!(h.session.wants_connection());
     let queued = h.submit(get_data("/c", false));
@@ -119,7 +125,10 @@ fn an_expired_session_is_reported_in_full_before_the_new_one_starts() {
 fn without_renewal_an_expired_session_stays_expired() {
     let mut h = Harness::new(config());
     expire_after_a_watch(&mut h);
-    assert!(!h.session.renew_expired());
+    assert!(
+        !h.events()
+            .contains(&SessionEvent::State(SessionState::Connecting))
+    );
     assert_eq!(h.session.state(), SessionState::Expired);
     assert!(!h.session.wants_connection());
 }
@@ -132,9 +141,10 @@ fn a_session_that_never_was_established_is_not_renewed() {
     });
     h.connect();
     h.server_says(expired_answer());
-    assert_eq!(h.session.state(), SessionState::Expired);
-    assert!(
-        !h.session.renew_expired(),
+    h.events();
+    assert_eq!(
+        h.session.state(),
+        SessionState::Expired,
         "resuming an expired session fails connect"
     );
 }
@@ -144,7 +154,7 @@ fn a_closed_or_refused_session_is_never_renewed() {
     let mut h = Harness::new(renewing());
     h.establish(1, 30_000);
     h.session.detach();
-    assert!(!h.session.renew_expired());
+    h.events();
     assert_eq!(h.session.state(), SessionState::Closed);
 }
 
@@ -160,7 +170,10 @@ fn a_locally_expired_session_is_renewed_and_the_new_one_never_gives_up() {
     // No server answers for the whole session timeout.
     h.advance(Duration::from_secs(31));
     assert_eq!(h.session.state(), SessionState::Expired);
-    assert!(h.session.renew_expired());
+    assert!(
+        h.events()
+            .ends_with(&[SessionEvent::State(SessionState::Connecting)])
+    );
     // Hours of failed attempts: the new session is still being looked for, past the connect
     // timeout that bounds a client's first session.
     for _ in 0..400 {
@@ -188,12 +201,15 @@ fn a_locally_expired_session_is_renewed_and_the_new_one_never_gives_up() {
 fn a_close_between_the_expiry_and_the_renewal_ends_the_client() {
     let mut h = Harness::new(renewing());
     expire_after_a_watch(&mut h);
-    h.events();
-    // The driver takes a close in the same turn as the expiry, before it would renew.
+    // The driver takes a close in the same turn as the expiry, before it hands the expiry's
+    // events on (when the renewal would start).
     let close = h.session.close(h.now);
-    assert!(replies(&h.events()).contains(&(close, Ok(Response::Empty))));
-    assert!(!h.session.renews_now());
-    assert!(!h.session.renew_expired(), "the caller asked for the end");
+    let events = h.events();
+    assert!(replies(&events).contains(&(close, Ok(Response::Empty))));
+    assert!(
+        !events.contains(&SessionEvent::State(SessionState::Connecting)),
+        "the caller asked for the end"
+    );
     assert_eq!(h.session.state(), SessionState::Expired);
     assert!(!h.session.wants_connection());
 }

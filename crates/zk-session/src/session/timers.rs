@@ -60,6 +60,9 @@ impl Session {
         if let Some(until) = self.moving {
             consider(until);
         }
+        if let Some(at) = self.read_only_search_timer() {
+            consider(at);
+        }
         next
     }
 
@@ -131,6 +134,7 @@ impl Session {
             }
             _ => {}
         }
+        self.read_only_search_timers(now);
         if let Some(until) = self.moving
             && now >= until
         {

@@ -41,6 +41,24 @@ pub(crate) struct Forgotten {
     pub(crate) path_is_free: bool,
 }
 
+/// A watcher an event fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fired {
+    pub(crate) id: RequestId,
+    /// The watch is gone after this event (a one-shot watch fires once).
+    pub(crate) last: bool,
+}
+
+impl Fired {
+    fn last(id: RequestId) -> Fired {
+        Fired { id, last: true }
+    }
+
+    fn again(id: RequestId) -> Fired {
+        Fired { id, last: false }
+    }
+}
+
 #[derive(Debug, Default)]
 struct PathWatches {
     data: Vec<RequestId>,
@@ -104,8 +122,9 @@ impl WatchRegistry {
     }
 
     /// The watchers an event of `event_type` on `server_path` fires, with one-shot ones
-    /// removed (the table of the Java client's `ZKWatchManager.materialize`).
-    pub(crate) fn fire(&mut self, event_type: EventType, server_path: &str) -> Vec<RequestId> {
+    /// removed (the table of the Java client's `ZKWatchManager.materialize`), each with
+    /// whether this event is its last (a one-shot watch's only one).
+    pub(crate) fn fire(&mut self, event_type: EventType, server_path: &str) -> Vec<Fired> {
         let mut fired = Vec::new();
         let (one_shot, recursive): (&[WatchKind], bool) = match event_type {
             EventType::NODE_CREATED | EventType::NODE_DATA_CHANGED => {
@@ -121,9 +140,9 @@ impl WatchRegistry {
             for &kind in one_shot {
                 let taken = std::mem::take(watches.list(kind));
                 self.count -= taken.len();
-                fired.extend(taken);
+                fired.extend(taken.into_iter().map(Fired::last));
             }
-            fired.extend(watches.persistent.iter().copied());
+            fired.extend(watches.persistent.iter().copied().map(Fired::again));
             if watches.is_empty() {
                 self.by_path.remove(server_path);
             }
@@ -131,7 +150,7 @@ impl WatchRegistry {
         if recursive {
             for ancestor in ancestors_and_self(server_path) {
                 if let Some(watches) = self.by_path.get(ancestor) {
-                    fired.extend(watches.recursive.iter().copied());
+                    fired.extend(watches.recursive.iter().copied().map(Fired::again));
                 }
             }
         }
@@ -389,11 +408,11 @@ mod tests {
         registry.add("/n".into(), WatchKind::Child, id(3));
         assert_eq!(
             registry.fire(EventType::NODE_CHILDREN_CHANGED, "/n"),
-            [id(3)]
+            [Fired::last(id(3))]
         );
         assert_eq!(
             registry.fire(EventType::NODE_DATA_CHANGED, "/n"),
-            [id(1), id(2)]
+            [Fired::last(id(1)), Fired::last(id(2))]
         );
         assert!(registry.fire(EventType::NODE_DELETED, "/n").is_empty());
         assert_eq!(registry.len(), 0);
@@ -406,13 +425,16 @@ mod tests {
         registry.add("/".into(), WatchKind::PersistentRecursive, id(2));
         assert_eq!(
             registry.fire(EventType::NODE_DATA_CHANGED, "/a"),
-            [id(1), id(2)]
+            [Fired::again(id(1)), Fired::again(id(2))]
         );
         assert_eq!(
             registry.fire(EventType::NODE_CHILDREN_CHANGED, "/a"),
-            [id(1)]
+            [Fired::again(id(1))]
         );
-        assert_eq!(registry.fire(EventType::NODE_CREATED, "/a/b/c"), [id(2)]);
+        assert_eq!(
+            registry.fire(EventType::NODE_CREATED, "/a/b/c"),
+            [Fired::again(id(2))]
+        );
         assert_eq!(registry.len(), 2);
         assert_eq!(
             registry.remove("/a", &[WatchKind::Persistent]),

@@ -58,7 +58,7 @@ fn fired(events: &[SessionEvent]) -> Vec<(RequestId, EventType)> {
     events
         .iter()
         .filter_map(|e| match e {
-            SessionEvent::Watch { id, event } => Some((*id, event.event_type)),
+            SessionEvent::Watch { id, event, .. } => Some((*id, event.event_type)),
             _ => None,
         })
         .collect()
@@ -134,7 +134,7 @@ fn a_one_shot_watch_under_a_persistent_mode_is_armed_locally_and_fired_by_its_ev
     );
     assert!(events.iter().any(|e| matches!(
         e,
-        SessionEvent::Watch { id, event } if *id == children && event.path == "/p"
+        SessionEvent::Watch { id, event, .. } if *id == children && event.path == "/p"
     )));
     h.server_says(notification(EventType::NODE_CREATED, "/p/c"));
     assert_eq!(fired(&h.events()), [(recursive, EventType::NODE_CREATED)]);

@@ -56,7 +56,7 @@ fn reconnect_resumes_with_the_last_zxid_and_rearms_watches_first() {
         },
     ));
     let events = h.events();
-    let watch_at = events.iter().position(|e| matches!(e, SessionEvent::Watch { id, event } if *id == data && event.event_type == EventType::NODE_DATA_CHANGED));
+    let watch_at = events.iter().position(|e| matches!(e, SessionEvent::Watch { id, event, .. } if *id == data && event.event_type == EventType::NODE_DATA_CHANGED));
     let reply_at = events
         .iter()
         .position(|e| matches!(e, SessionEvent::Reply { id, .. } if *id == queued));
@@ -113,6 +113,7 @@ fn persistent_watchers_are_told_when_the_connection_is_lost_and_ready_again() {
             state,
             path: String::new(),
         },
+        last: false,
     };
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     assert_eq!(

@@ -360,7 +360,7 @@ fn the_chroot_is_applied_out_and_stripped_in() {
         matches!(&replies(&events)[0], (id, Ok(Response::Create2(r))) if *id == create && r.path.as_deref() == Some("/n-0000000001"))
     );
     assert!(events.iter().any(
-        |e| matches!(e, SessionEvent::Watch { id, event } if *id == watch && event.path == "/w")
+        |e| matches!(e, SessionEvent::Watch { id, event, .. } if *id == watch && event.path == "/w")
     ));
 }
 

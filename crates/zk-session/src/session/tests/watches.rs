@@ -29,7 +29,8 @@ fn a_watch_event_comes_before_the_reply_that_saw_its_change() {
         SetDataResponse { stat: stat(1) },
     ));
     let events = h.events();
-    assert!(matches!(&events[0], SessionEvent::Watch { id, .. } if *id == watch));
+    // A one-shot watch's event is its last: the driver ends the watcher on it.
+    assert!(matches!(&events[0], SessionEvent::Watch { id, last: true, .. } if *id == watch));
     assert!(matches!(&events[1], SessionEvent::Reply { id, .. } if *id == write));
     // One-shot: a second change does not fire it again.
     h.server_says(notification(EventType::NODE_DATA_CHANGED, "/a"));
@@ -150,7 +151,7 @@ fn removing_watches_tells_each_watcher() {
     h.server_says(frame(ok(sent[0].0.xid, 2), ()));
     let events = h.events();
     assert!(
-        matches!(&events[0], SessionEvent::Watch { id, event } if *id == watch && event.event_type == EventType::CHILD_WATCH_REMOVED)
+        matches!(&events[0], SessionEvent::Watch { id, event, last: true } if *id == watch && event.event_type == EventType::CHILD_WATCH_REMOVED)
     );
     assert_eq!(h.session.watch_count(), 0);
 }
