@@ -9,6 +9,7 @@ use bytes::Bytes;
 use zk_proto::{Client, CreateMode, CreateOptions, EventType, OneshotWatcher, WatchedEvent};
 
 use super::guard::LockGuard;
+use super::node::OwnNode;
 use super::rules::{Decision, Kind, Rule, decide};
 use crate::cleanup::delete_retrying;
 use crate::deadline::within;
@@ -29,36 +30,6 @@ pub(super) enum Watched {
     Gone,
     /// The call failed with a retryable error: list again.
     Retry,
-}
-
-/// A contender's node once created: its path, and from its stat the fencing token and the
-/// session that owns it.
-#[derive(Debug, Clone)]
-pub(super) struct OwnNode {
-    pub(super) path: String,
-    pub(super) czxid: i64,
-    /// The node's ephemeral owner: the session the lock lives and dies with (a client that
-    /// renews expired sessions goes on with another).
-    pub(super) session: i64,
-}
-
-impl OwnNode {
-    fn of(path: String, stat: &zk_proto::Stat) -> OwnNode {
-        OwnNode {
-            path,
-            czxid: stat.czxid,
-            session: stat.ephemeral_owner,
-        }
-    }
-
-    /// The node's name (its last path component).
-    pub(super) fn name(&self) -> String {
-        self.path
-            .rsplit('/')
-            .next()
-            .unwrap_or(&self.path)
-            .to_owned()
-    }
 }
 
 /// A contender's node while it is being acquired: deleted when the acquire does not succeed.

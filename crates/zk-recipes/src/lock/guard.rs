@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use zk_proto::{Client, QuorumCheck, SessionState};
 
-use super::reentrant::Owner;
+use super::owner::Owner;
 use crate::cleanup::withdraw;
 use crate::deadline::within;
 use crate::sequential::sequence_of;

@@ -33,6 +33,9 @@
 
 mod attempt;
 mod guard;
+mod node_data;
+mod node;
+mod owner;
 mod reentrant;
 mod rules;
 mod semaphore_v2;
@@ -86,7 +89,7 @@ pub const LEASE_NAME: &str = "lease-";
 pub struct Lock {
     contenders: Contenders,
     /// The owner's holds, for a re-entrant lock; shared by the clones.
-    owner: Option<Arc<reentrant::Owner>>,
+    owner: Option<Arc<owner::Owner>>,
 }
 
 impl Lock {

@@ -1,59 +1,19 @@
 //! Re-entrancy of the mutex: the holds of one owner (a [`Lock`](super::Lock) value and its
 //! clones) are counted on one node.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::attempt::{Contenders, OwnNode};
+use super::attempt::Contenders;
 use super::guard::{LockGuard, Validity};
+use super::node::OwnNode;
+use super::owner::{Held, Owner};
 use crate::deadline::{deadline_of, until};
 use crate::{Error, Result};
 
-/// The owner of a re-entrant lock: its node while it holds the lock, and how many guards
-/// hold it.
-#[derive(Debug, Default)]
-pub(super) struct Owner {
-    /// Taken by the owner's acquire that creates the node, so that another acquire of the same
-    /// owner waits for it and then re-enters instead of queueing a second node.
-    turn: tokio::sync::Mutex<()>,
-    held: Mutex<Option<Held>>,
-}
-
-/// The owner's node and its count of holds.
-#[derive(Debug)]
-struct Held {
-    node: OwnNode,
-    count: usize,
-}
-
 impl Owner {
-    fn held(&self) -> MutexGuard<'_, Option<Held>> {
-        // A panic while the lock was held cannot leave the count half-updated (each update is
-        // one statement): carry on with it.
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// How many guards of this owner hold the lock now.
-    pub(super) fn count(&self) -> usize {
-        self.held().as_ref().map_or(0, |held| held.count)
-    }
-
-    /// Gives one hold back; returns the node to delete when it was the last one.
-    pub(super) fn leave(&self) -> Option<String> {
-        let mut held = self.held();
-        let last = held.as_mut().is_some_and(|held| {
-            held.count -= 1;
-            held.count == 0
-        });
-        if last {
-            held.take().map(|held| held.node.path)
-        } else {
-            None
-        }
-    }
-
     /// One more hold of the node this owner holds, if it holds one.
     fn reenter(self: &Arc<Self>, contenders: &Contenders) -> Result<Option<LockGuard>> {
         let mut held = self.held();

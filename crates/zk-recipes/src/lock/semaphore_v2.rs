@@ -6,8 +6,9 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use zk_proto::{Client, OneshotWatcher};
 
-use super::attempt::{Attempt, Contenders, OwnNode};
+use super::attempt::{Attempt, Contenders};
 use super::guard::LockGuard;
+use super::node::OwnNode;
 use super::rules::{Kind, Rule};
 use super::{LEASE_NAME, Lock};
 use crate::counter::{SharedCount, decode};

@@ -9,8 +9,8 @@ use jute::{
     ReplyHeader, Response, ServerMessage,
 };
 
-use super::modes::Held;
 use super::request::AfterReply;
+use super::watch::Held;
 use super::{Pending, Session, SessionEvent, SessionState, WatchKind, WatchedEvent};
 use crate::error::{Error, ProtocolError};
 use jute::codes::xid as reserved;

@@ -21,18 +21,9 @@ use std::collections::HashMap;
 use jute::{OpCode, WatcherType};
 
 use super::request::{AfterReply, Encoded};
-use super::watch::WatchRegistry;
+use super::watch::{Held, WatchRegistry};
 use super::{Session, WatchKind};
 use crate::error::Error;
-
-/// A mode held beyond one-shot watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Held {
-    /// addWatch `PERSISTENT`.
-    Persistent,
-    /// addWatch `PERSISTENT_RECURSIVE`.
-    Recursive,
-}
 
 /// The two modes of one path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

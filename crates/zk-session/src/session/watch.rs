@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use jute::{EventType, SetWatches, SetWatches2};
 
 use super::RequestId;
-use super::modes::Held;
 
 /// The kind of a watch, as the server keeps them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,6 +27,16 @@ impl WatchKind {
     pub fn is_persistent(self) -> bool {
         matches!(self, Self::Persistent | Self::PersistentRecursive)
     }
+}
+
+/// A mode a path's persistent watchers hold on the server, beyond one-shot watches (what
+/// [`super::modes`] tracks path by path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// addWatch `PERSISTENT`.
+    Persistent,
+    /// addWatch `PERSISTENT_RECURSIVE`.
+    Recursive,
 }
 
 /// A watcher the registry forgot ([`WatchRegistry::forget`]).
