@@ -33,7 +33,6 @@
 
 mod attempt;
 mod guard;
-mod node_data;
 mod node;
 mod owner;
 mod reentrant;
