@@ -7,10 +7,11 @@ use pkcs8::spki::AlgorithmIdentifierRef;
 use zeroize::Zeroizing;
 
 use super::asn1::{MacData, Pkcs12PbeParams};
-use super::{
+use super::common::{
     BUNDLE_MAC, MAX_ITERATIONS, MAX_SCRYPT_MEMORY, MAX_SCRYPT_PARALLELISM, algorithm_name,
-    der_error, malformed, oids, unsupported,
+    der_error, malformed, unsupported,
 };
+use super::oids;
 use crate::TlsConfigError;
 
 /// A password in the forms the schemes take it.

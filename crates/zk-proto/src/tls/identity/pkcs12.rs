@@ -10,11 +10,12 @@ use zeroize::Zeroizing;
 use super::asn1::{
     Attribute, CertBag, ContentInfo, EncryptedData, EncryptedPrivateKeyInfo, Pfx, SafeBag,
 };
-use super::pbe::{Password, decrypt, verify_mac};
-use super::{
+use super::common::{
     BUNDLE, BUNDLE_KEY, Identity, MAX_NESTING, algorithm_name, check_pkcs8, der_error, malformed,
-    oids, unsupported,
+    unsupported,
 };
+use super::oids;
+use super::pbe::{Password, decrypt, verify_mac};
 use crate::TlsConfigError;
 
 /// A key found in a bundle: its PKCS#8 DER and its `localKeyId`.

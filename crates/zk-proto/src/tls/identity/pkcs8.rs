@@ -5,8 +5,8 @@ use der::Decode;
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::asn1::EncryptedPrivateKeyInfo;
+use super::common::{PEM_KEY, check_pkcs8, der_error, malformed};
 use super::pbe::{Password, decrypt};
-use super::{PEM_KEY, check_pkcs8, der_error, malformed};
 use crate::TlsConfigError;
 
 /// Whether `text` holds an encrypted PKCS#8 PEM block.
