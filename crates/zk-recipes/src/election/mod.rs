@@ -32,6 +32,7 @@ mod latch;
 mod master;
 mod once;
 mod run;
+mod selector;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -51,6 +52,7 @@ pub use latch::{
 pub use master::{DEFAULT_HEAD_START, MasterElection, MasterElectionBuilder, current_master};
 pub use once::{OneShotOutcome, elect_once, resign, wait_until_gone};
 pub use run::{RunOnceOutcome, RunOutcome, run_once, run_while_leading};
+pub use selector::{LeaderSelector, LeaderSelectorBuilder, Tenure, selector_participants};
 
 /// A view of one candidate's leadership: whether it leads now, and its changes.
 ///

@@ -34,6 +34,7 @@
 mod attempt;
 mod guard;
 mod node;
+mod node_data;
 mod owner;
 mod reentrant;
 mod rules;
