@@ -73,6 +73,7 @@ pub mod barrier;
 pub mod cache;
 mod cleanup;
 pub mod counter;
+pub mod curator_queue;
 mod deadline;
 pub mod election;
 mod error;
