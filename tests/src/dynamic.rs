@@ -18,8 +18,9 @@ use crate::four_letter::Mode;
 use crate::install::ZkInstall;
 use crate::options::{instance_methods, option_methods};
 use crate::ports::free_ports;
+use crate::process::PORT_ATTEMPTS;
 use crate::process::{Instance, Options, Spawned, Spec, spawn_all_ready};
-use crate::server::{PORT_ATTEMPTS, dump_log_if_panicking, restart_instance};
+use crate::server::{dump_log_if_panicking, restart_instance};
 use crate::workdir::WorkDir;
 
 /// Name of the dynamic configuration file the kit writes into each server's directory.

@@ -17,6 +17,9 @@ use crate::four_letter::{FOUR_LETTER_TIMEOUT, Mode, four_letter};
 use crate::install::ZkInstall;
 use crate::workdir::JAVA_PID_FILE;
 
+/// How many times a start is retried with fresh ports when a port turns out to be taken.
+pub(crate) const PORT_ATTEMPTS: u32 = 5;
+
 /// How often readiness is polled.
 const POLL: Duration = Duration::from_millis(50);
 /// Timeout of a single four-letter probe while waiting for readiness.
@@ -533,7 +536,7 @@ pub(crate) fn spawn_all_ready(
             }
             Ok(Spawned::PortTaken(insts[0].start_failed(format!(
                 "{what}: ports kept being taken ({} attempts); last: {reason}",
-                crate::server::PORT_ATTEMPTS
+                PORT_ATTEMPTS
             ))))
         }
         Err(StartFailure::Failed(e)) => Err(e),

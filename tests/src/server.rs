@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::four_letter::Mode;
 use crate::options::{instance_methods, option_methods};
 use crate::ports::free_ports;
+use crate::process::PORT_ATTEMPTS;
 use crate::process::{
     Instance, Options, Spawned, Spec, StartFailure, TAIL_LINES, spawn_all_ready, wait_all_ready,
 };
@@ -17,8 +18,6 @@ use crate::workdir::WorkDir;
 
 /// Main class of a standalone server.
 pub const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
-/// How many times a start is retried with fresh ports when a port turns out to be taken.
-pub(crate) const PORT_ATTEMPTS: u32 = 5;
 
 /// Builder for [`ZkServer`]; from [`ZkServer::builder`].
 #[derive(Debug, Clone)]

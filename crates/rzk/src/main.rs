@@ -38,5 +38,9 @@ fn main() -> ExitCode {
     if let Some(code) = tether::exec_if_tethered() {
         return code;
     }
-    ExitCode::from(commands::run(cli::Cli::parse_args()))
+    let cli = cli::Cli::parse_args();
+    ExitCode::from(match cli.command {
+        None | Some(cli::Command::Shell) => shell::run(cli.global),
+        Some(_) => commands::run(cli),
+    })
 }

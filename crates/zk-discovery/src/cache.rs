@@ -11,7 +11,7 @@ use futures_util::Stream;
 use zk_proto::Client;
 use zk_recipes::cache::{CacheEvent, CacheEvents, CacheNode, Depth, Snapshot, TreeCache};
 
-use crate::discovery::Skipped;
+use crate::layout::{Skipped, join};
 use crate::{Error, Result, ServiceInstance};
 
 /// The settings of a [`ServiceCache`]; [`start`](Self::start) starts it.
@@ -156,7 +156,7 @@ impl ServiceCache {
 
     /// The instance whose node is named `id`, if cached and well formed.
     pub fn get(&self, id: &str) -> Option<Arc<ServiceInstance>> {
-        let path = crate::discovery::join(self.cache.root(), id);
+        let path = join(self.cache.root(), id);
         let node = self.cache.get(&path)?;
         self.memo.parse(&node).ok()
     }

@@ -7,6 +7,7 @@ use zk_proto::Client;
 use zk_recipes::persistent::PersistentNode;
 
 use crate::cache::ServiceCacheBuilder;
+use crate::layout::{Skipped, check_name, join};
 use crate::provider::ServiceProviderBuilder;
 use crate::{Error, Result, ServiceInstance, ServiceType};
 
@@ -31,16 +32,6 @@ pub struct Instances {
     pub instances: Vec<ServiceInstance>,
     /// The nodes whose data is not a service instance, with why.
     pub skipped: Vec<Skipped>,
-}
-
-/// An instance node whose data is not a service instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Skipped {
-    /// The node's path.
-    pub path: String,
-    /// What is wrong with its data.
-    pub reason: String,
 }
 
 impl ServiceDiscovery {
@@ -340,40 +331,5 @@ impl Registration {
     pub async fn unregister(self) -> Result<()> {
         self.node.close().await?;
         Ok(())
-    }
-}
-
-/// `parent/child`, with the root's single slash.
-pub(crate) fn join(parent: &str, child: &str) -> String {
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
-}
-
-/// Refuses a name that cannot be one node's name.
-pub(crate) fn check_name(what: &'static str, name: &str) -> Result<()> {
-    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
-        return Err(Error::InvalidName {
-            what,
-            name: name.to_owned(),
-        });
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_must_be_one_node() {
-        for bad in ["", ".", "..", "a/b", "a\0"] {
-            assert!(check_name("instance id", bad).is_err(), "{bad:?}");
-        }
-        assert!(check_name("instance id", "0c6e-41").is_ok());
-        assert_eq!(join("/", "a"), "/a");
-        assert_eq!(join("/s", "a"), "/s/a");
     }
 }

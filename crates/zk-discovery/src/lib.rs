@@ -54,12 +54,14 @@ mod cache;
 mod discovery;
 mod error;
 mod instance;
+mod layout;
 mod provider;
 
 pub use cache::{ServiceCache, ServiceCacheBuilder, ServiceEvent, ServiceEvents};
-pub use discovery::{Instances, Registration, ServiceDiscovery, Skipped};
+pub use discovery::{Instances, Registration, ServiceDiscovery};
 pub use error::{Error, Result};
 pub use instance::{ServiceInstance, ServiceInstanceBuilder, ServiceType};
+pub use layout::Skipped;
 pub use provider::{
     DownInstancePolicy, InstanceFilter, ServiceProvider, ServiceProviderBuilder, Strategy,
 };

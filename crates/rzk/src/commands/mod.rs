@@ -1,5 +1,6 @@
 //! The commands, one module per family, and [`run`], which checks the input, opens the
-//! session, runs the command and turns its outcome into an exit status.
+//! session, runs the command and turns its outcome into an exit status (the shell, which
+//! runs commands through [`dispatch`], is started by `main`).
 //!
 //! - `nodes`: ls, get, stat, set, create, rm, tree, sync
 //! - `acl`: getacl, setacl, whoami
@@ -38,14 +39,18 @@ use crate::output::Output;
 use crate::paths;
 use crate::spec::{Data, data_arg, parse_acl};
 
-/// Runs the command line and returns rzk's exit status; a failure is one line on stderr.
+/// Runs one command of the command line (the shell, which runs commands, is started by
+/// `main`) and returns rzk's exit status; a failure is one line on stderr.
 pub(crate) fn run(cli: Cli) -> u8 {
     let out = Output {
         json: cli.global.json,
         verbose: cli.global.verbose,
     };
     let result = match cli.command {
-        None | Some(Command::Shell) => return crate::shell::run(cli.global),
+        None | Some(Command::Shell) => Err(Failure::new(
+            ExitClass::Failure,
+            "the shell is not a command: rzk starts it before any command",
+        )),
         Some(Command::Bench { args }) => bench::run(args, cli.global.tls, out),
         Some(Command::Server(args)) => server::run(&args, out),
         Some(command) => tokio::runtime::Builder::new_current_thread()
