@@ -11,6 +11,7 @@ mod barrier;
 mod deadlines;
 mod election;
 mod queue;
+mod selector;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};

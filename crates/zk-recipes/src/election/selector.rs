@@ -59,7 +59,7 @@ impl Tenure {
 /// while it runs, as long as the session lives (see the loss rules of `docs/recipes.md`).
 ///
 /// Leadership is also reported through a [`Leadership`] ([`leadership`](Self::leadership)),
-/// `true` exactly while the future runs.
+/// `true` from just after the closure returned its future until that future is dropped.
 ///
 /// ```no_run
 /// # async fn example(client: zk_proto::Client) -> zk_recipes::Result<()> {
@@ -432,8 +432,11 @@ where
                 watch = client.get_data_watch(&node);
             }
         };
-        reporter.set(true);
+        // The closure is called first, then the leadership reported, then the future polled:
+        // whatever the closure does before returning its future happens before anyone sees
+        // this candidate lead.
         let work = (self.take_leadership)(tenure);
+        reporter.set(true);
         let end = tokio::select! {
             biased;
             _ = &mut *shutdown => TenureEnd::Shutdown,

@@ -47,6 +47,7 @@ public class CuratorSelector {
                     if (tenures == 0) {
                         System.out.println("leading");
                         System.out.flush();
+                        Thread.sleep(Long.MAX_VALUE);
                     }
                     Thread.sleep(holdMs);
                     c.create().withMode(CreateMode.PERSISTENT_SEQUENTIAL)
