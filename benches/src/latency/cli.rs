@@ -137,7 +137,7 @@ pub struct Args {
     /// election_failover: candidates [default: 5]
     #[arg(long, value_name = "N", value_parser = at_least(2), help_heading = COUNTS)]
     pub candidates: Option<usize>,
-    /// election_failover: rounds [default: 20]
+    /// election_failover: rounds [default: 50]
     #[arg(long, value_name = "N", value_parser = at_least(1), help_heading = COUNTS)]
     pub failover_rounds: Option<usize>,
     /// election_crash: rounds, each about a session timeout
@@ -249,7 +249,7 @@ impl Default for Counts {
             contended_sessions: 8,
             contended_cycles: 100,
             candidates: 5,
-            failover_rounds: 20,
+            failover_rounds: 50,
             crash_rounds: 5,
         }
     }

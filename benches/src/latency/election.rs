@@ -353,3 +353,92 @@ async fn deletion_seen(
     });
     Ok(rx)
 }
+
+/// The table's section: where each failover's time went (p50s from the close or the crash,
+/// the per-round splits, the close); empty when no election workload ran.
+pub(super) fn table_section(metrics: &[Metric]) -> String {
+    use std::fmt::Write as _;
+    let p50 = |name: &str| {
+        metrics
+            .iter()
+            .find(|m| m.name == name)
+            .and_then(|m| m.p50_us)
+    };
+    let cell = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
+    let mut rows = String::new();
+    for name in ["election_failover", "election_crash"] {
+        if p50(name).is_none() {
+            continue;
+        }
+        let server = metrics
+            .iter()
+            .find(|m| m.name == format!("{name}_close"))
+            .and_then(|m| m.extra_num("server_close_mean_us"));
+        let _ = writeln!(
+            rows,
+            "  {:<18} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9} {:>11}",
+            name,
+            cell(p50(&format!("{name}_limit"))),
+            cell(p50(&format!("{name}_next_session"))),
+            cell(p50(name)),
+            cell(p50(&format!("{name}_recipe"))),
+            cell(p50(&format!("{name}_order"))),
+            cell(p50(&format!("{name}_close"))),
+            cell(server),
+        );
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nwhere a failover's time goes (p50 us from the leader's close or crash):"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<18} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9} {:>11}",
+        "metric", "limit", "next session", "failover", "recipe", "order", "close", "server mean"
+    );
+    out.push_str(&rows);
+    let _ = writeln!(
+        out,
+        "  limit: a plain watcher (a session with nothing else to do) sees the leader's node \
+         gone; next session: the next candidate's session hands the notification out; recipe \
+         (failover - next session) and order (next session - limit) are per round; close: the \
+         old leader's close round trip; server mean: the server's closeSession latency (mntr)."
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_section_shows_each_failover_beside_its_limit() {
+        let metric = |name: &str, us: f64| Metric::from_samples_us(name, vec![us]);
+        let mut close = metric("election_failover_close", 480.0);
+        close
+            .extra
+            .push(("server_close_mean_us", Value::from(400.0)));
+        let metrics = [
+            metric("election_failover", 520.0),
+            metric("election_failover_limit", 500.0),
+            metric("election_failover_next_session", 505.0),
+            metric("election_failover_recipe", 15.0),
+            metric("election_failover_order", -1.0),
+            close,
+        ];
+        let table = table_section(&metrics);
+        assert!(
+            table.contains(
+                "  election_failover         500.0        505.0        520.0      15.0      -1.0     \
+                 480.0       400.0\n"
+            ),
+            "{table}"
+        );
+        assert!(!table.contains("election_crash"), "{table}");
+        assert_eq!(table_section(&[metric("raw_get", 50.0)]), "");
+    }
+}

@@ -65,6 +65,7 @@ pub fn to_table(target: &str, metrics: &[Metric]) -> String {
          serializer."
     );
     out.push_str(&super::breakdown::table_section(metrics));
+    out.push_str(&super::election::table_section(metrics));
     let ratio_rows: Vec<&Metric> = metrics
         .iter()
         .filter(|m| m.extra_num("ratio").is_some())
