@@ -1,0 +1,386 @@
+//! Curator's queues (`zk_recipes::curator_queue`) against Apache Curator 5.4 processes
+//! (`tests/curator/CuratorQueue.java`) on one real server: a Curator producer and our
+//! consumers, our producer and a Curator consumer, for each queue kind, every item exactly
+//! once, in Curator's order where one consumer takes them all. Faults (kill -9 of a consumer,
+//! cuts, expiry) are in `tests/tests/fault_queues.rs`.
+//!
+//! Counts: 10,000 items each way for `DistributedQueue`; 2,000 for the id and priority
+//! queues and 1,000 for the delay queue, whose consumers (Curator's and ours alike) list the
+//! queue again on every change of its children while items arrive, which costs a listing per
+//! item (quadratic in the queue's length) on this 2-core machine.
+
+#[path = "curator_support/queue.rs"]
+mod curator;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use curator::{Consumed, CuratorConsumer, DELAY, FIFO, ID, PRIORITY};
+use tokio::sync::Notify;
+use zk_proto::Client;
+use zk_recipes::curator_queue::{
+    Consumer, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
+    DistributedQueue, Message,
+};
+use zk_testkit::client::{connect, join, start_server};
+
+/// Bound of a whole exchange.
+const LIMIT: Duration = Duration::from_secs(600);
+/// Bound of one take while items are still to come.
+const TAKE: Option<Duration> = Some(Duration::from_secs(60));
+/// The Curator consumers' session timeout.
+const CURATOR_SESSION: Duration = Duration::from_secs(10);
+
+/// The index `i` of an item `<tag>-<i>`.
+fn index(text: &str, tag: &str) -> usize {
+    text.strip_prefix(tag)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .and_then(|i| i.parse().ok())
+        .unwrap_or_else(|| panic!("not a {tag}-<i> item: {text}"))
+}
+
+/// The one item of a message, as text.
+fn text(message: &Message) -> String {
+    let items = message.items().expect("Curator's format");
+    assert_eq!(items.len(), 1, "one item per node");
+    String::from_utf8(items[0].to_vec()).expect("utf-8")
+}
+
+/// Asserts that `taken` holds each of `0..count` exactly once.
+fn exactly_once(taken: &[usize], count: usize) {
+    let mut seen = BTreeMap::new();
+    for &i in taken {
+        *seen.entry(i).or_insert(0) += 1;
+    }
+    let duplicated: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(duplicated.is_empty(), "taken twice: {duplicated:?}");
+    let missing: Vec<_> = (0..count).filter(|i| !seen.contains_key(i)).collect();
+    assert!(
+        missing.is_empty(),
+        "lost: {} items, first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+    assert_eq!(taken.len(), count);
+}
+
+/// Our consumers, one per client, take from the queue until `count` messages were
+/// taken in all; returns each consumer's messages in the order it took them.
+async fn drain(
+    clients: &[Client],
+    make: impl Fn(&Client) -> Consumer,
+    count: usize,
+) -> Vec<Vec<Message>> {
+    let total = Arc::new(Mutex::new(0usize));
+    let done = Arc::new(Notify::new());
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let mut consumer = make(client);
+            let (total, done) = (total.clone(), done.clone());
+            tokio::spawn(async move {
+                let mut taken = Vec::new();
+                loop {
+                    if *total.lock().expect("count") >= count {
+                        return taken;
+                    }
+                    tokio::select! {
+                        message = consumer.next(TAKE) => {
+                            let message = message.expect("take");
+                            assert!(!message.is_locked(), "default mode: deleted when taken");
+                            taken.push(message);
+                            let mut total = total.lock().expect("count");
+                            *total += 1;
+                            if *total >= count {
+                                done.notify_waiters();
+                            }
+                        }
+                        () = done.notified() => {}
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.push(join("our consumer", LIMIT, task).await);
+    }
+    all
+}
+
+/// Reads `count` items from a Curator consumer; returns their texts in its order.
+async fn curator_items(consumer: &mut CuratorConsumer, count: usize) -> Vec<String> {
+    let mut items = Vec::with_capacity(count);
+    while items.len() < count {
+        match consumer.next().await {
+            Consumed::Item(item) => items.push(item),
+            Consumed::Holding(item) => panic!("not told to hang, yet holding {item}"),
+        }
+    }
+    items
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curator_producer_and_our_consumers_pass_10000_items_exactly_once() {
+    const COUNT: usize = 10_000;
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let clients = [
+        connect(&connect_string).await,
+        connect(&connect_string).await,
+    ];
+    let producer = {
+        let connect_string = connect_string.clone();
+        tokio::spawn(async move {
+            curator::produce(&connect_string, FIFO, "/interop/fifo", COUNT, "c").await
+        })
+    };
+    let taken = drain(
+        &clients,
+        |client| DistributedQueue::new(client, "/interop/fifo").consumer(),
+        COUNT,
+    )
+    .await;
+    join("the Curator producer", LIMIT, producer).await;
+    let mut all = Vec::new();
+    for messages in &taken {
+        let indexes: Vec<usize> = messages.iter().map(|m| index(&text(m), "c")).collect();
+        // One producer: each of our consumers takes its items in the order they were put.
+        assert!(indexes.windows(2).all(|w| w[0] < w[1]), "FIFO per consumer");
+        all.extend(indexes);
+    }
+    exactly_once(&all, COUNT);
+    assert!(
+        taken.iter().all(|t| !t.is_empty()),
+        "both consumers took items"
+    );
+    let queue = DistributedQueue::new(&clients[0], "/interop/fifo");
+    assert_eq!(queue.len().await.expect("len"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_producer_and_a_curator_consumer_pass_10000_items_exactly_once() {
+    const COUNT: usize = 10_000;
+    /// The last items go 10 to a node (`put_multi`), which Curator's consumer reads as 10.
+    const MULTI_FROM: usize = 9_000;
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let client = connect(&connect_string).await;
+    let mut curator = CuratorConsumer::start(
+        &connect_string,
+        FIFO,
+        "/interop/rfifo",
+        None,
+        None,
+        CURATOR_SESSION,
+    )
+    .await;
+    let queue = DistributedQueue::new(&client, "/interop/rfifo");
+    let producer = tokio::spawn(async move {
+        for i in 0..MULTI_FROM {
+            queue.put(format!("r-{i}")).await.expect("put");
+        }
+        for chunk in (MULTI_FROM..COUNT).collect::<Vec<_>>().chunks(10) {
+            let items = chunk.iter().map(|i| format!("r-{i}"));
+            queue.put_multi(items).await.expect("put_multi");
+        }
+    });
+    let items = curator_items(&mut curator, COUNT).await;
+    join("our producer", LIMIT, producer).await;
+    let indexes: Vec<usize> = items.iter().map(|t| index(t, "r")).collect();
+    // One producer, one consumer: Curator takes them in the order we put them.
+    assert!(indexes.windows(2).all(|w| w[0] < w[1]), "FIFO");
+    exactly_once(&indexes, COUNT);
+    curator.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn id_queue_items_and_removals_cross_both_ways() {
+    const COUNT: usize = 2_000;
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let client = connect(&connect_string).await;
+
+    // Curator puts with ids; we remove some by id and take the rest, reading the ids.
+    curator::produce(&connect_string, ID, "/interop/id", COUNT, "c").await;
+    let queue = DistributedIdQueue::new(&client, "/interop/id");
+    for i in 0..10 {
+        assert_eq!(queue.remove(&format!("i{i}")).await.expect("remove"), 1);
+    }
+    assert_eq!(queue.remove("no-such-id").await.expect("remove"), 0);
+    let mut consumer = queue.consumer();
+    let mut taken = Vec::new();
+    while let Some(message) = consumer.try_next().await.expect("take") {
+        let i = index(&text(&message), "c");
+        assert_eq!(message.id(), Some(format!("i{i}").as_str()));
+        taken.push(i);
+    }
+    assert!(taken.windows(2).all(|w| w[0] < w[1]), "FIFO");
+    let mut expected: Vec<usize> = taken.clone();
+    expected.extend(0..10);
+    exactly_once(&expected, COUNT);
+
+    // We put with ids (one with '/' and '|', which Curator's fixId turns into '_'); Curator
+    // removes one by id and takes the rest.
+    let queue = DistributedIdQueue::new(&client, "/interop/rid");
+    for i in 0..COUNT {
+        queue
+            .put(format!("r-{i}"), &format!("i{i}"))
+            .await
+            .expect("put");
+    }
+    queue.put("odd", "a/b|c").await.expect("put");
+    assert_eq!(
+        curator::remove(&connect_string, "/interop/rid", "i5").await,
+        1
+    );
+    assert_eq!(
+        curator::remove(&connect_string, "/interop/rid", "a_b_c").await,
+        1
+    );
+    let mut curator = CuratorConsumer::start(
+        &connect_string,
+        ID,
+        "/interop/rid",
+        None,
+        None,
+        CURATOR_SESSION,
+    )
+    .await;
+    let items = curator_items(&mut curator, COUNT - 1).await;
+    let mut indexes: Vec<usize> = items.iter().map(|t| index(t, "r")).collect();
+    assert!(indexes.windows(2).all(|w| w[0] < w[1]), "FIFO");
+    indexes.push(5);
+    exactly_once(&indexes, COUNT);
+    curator.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priority_queue_items_come_out_in_curators_order_both_ways() {
+    const COUNT: usize = 2_000;
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let client = connect(&connect_string).await;
+
+    // Curator puts; we take them all: by priority, then in the order put.
+    curator::produce(&connect_string, PRIORITY, "/interop/prio", COUNT, "c").await;
+    let mut consumer = DistributedPriorityQueue::new(&client, "/interop/prio").consumer();
+    let mut taken = Vec::new();
+    while let Some(message) = consumer.try_next().await.expect("take") {
+        taken.push(index(&text(&message), "c"));
+    }
+    let keys: Vec<(i32, usize)> = taken.iter().map(|&i| (curator::priority(i), i)).collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "priority order, then FIFO"
+    );
+    exactly_once(&taken, COUNT);
+
+    // We put (one node of 3 items by put_multi); Curator takes them in the same order.
+    let queue = DistributedPriorityQueue::new(&client, "/interop/rprio");
+    for i in 0..COUNT - 3 {
+        queue
+            .put(format!("r-{i}"), curator::priority(i))
+            .await
+            .expect("put");
+    }
+    queue
+        .put_multi((COUNT - 3..COUNT).map(|i| format!("r-{i}")), -1000)
+        .await
+        .expect("put_multi");
+    let mut curator = CuratorConsumer::start(
+        &connect_string,
+        PRIORITY,
+        "/interop/rprio",
+        None,
+        None,
+        CURATOR_SESSION,
+    )
+    .await;
+    let items = curator_items(&mut curator, COUNT).await;
+    let indexes: Vec<usize> = items.iter().map(|t| index(t, "r")).collect();
+    assert_eq!(
+        &indexes[..3],
+        &[COUNT - 3, COUNT - 2, COUNT - 1],
+        "priority -1000 first"
+    );
+    let keys: Vec<(i32, usize)> = indexes[3..]
+        .iter()
+        .map(|&i| (curator::priority(i), i))
+        .collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "priority order, then FIFO"
+    );
+    exactly_once(&indexes, COUNT);
+    curator.quit().await;
+}
+
+/// Milliseconds since the epoch.
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis()
+}
+
+/// The due time of a delay queue item node (`queue-|<hex ms>|<sequence>`).
+fn due_ms(name: &str) -> u128 {
+    let hex = name.split('|').nth(1).expect("a delay item name");
+    u128::from_str_radix(hex, 16).expect("hex")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delay_queue_items_cross_both_ways_and_never_come_early() {
+    const COUNT: usize = 1_000;
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let client = connect(&connect_string).await;
+
+    // Curator puts items due up to 750 ms after its start, while we take: none before its
+    // time (the node's time read against our clock when the take returns it).
+    let producer = {
+        let connect_string = connect_string.clone();
+        tokio::spawn(async move {
+            curator::produce(&connect_string, DELAY, "/interop/delay", COUNT, "c").await
+        })
+    };
+    let mut consumer = DistributedDelayQueue::new(&client, "/interop/delay").consumer();
+    let mut taken = Vec::new();
+    while taken.len() < COUNT {
+        let message = consumer.next(TAKE).await.expect("take");
+        let now = now_ms();
+        assert!(
+            now >= due_ms(message.name()),
+            "{} taken at {now}",
+            message.name()
+        );
+        taken.push(index(&text(&message), "c"));
+    }
+    join("the Curator producer", LIMIT, producer).await;
+    exactly_once(&taken, COUNT);
+
+    // We put items due up to 750 ms ahead; Curator takes them all.
+    let queue = DistributedDelayQueue::new(&client, "/interop/rdelay");
+    let start = SystemTime::now();
+    for i in 0..COUNT {
+        queue
+            .put(format!("r-{i}"), start + curator::delay(i))
+            .await
+            .expect("put");
+    }
+    let mut curator = CuratorConsumer::start(
+        &connect_string,
+        DELAY,
+        "/interop/rdelay",
+        None,
+        None,
+        CURATOR_SESSION,
+    )
+    .await;
+    let items = curator_items(&mut curator, COUNT).await;
+    let indexes: Vec<usize> = items.iter().map(|t| index(t, "r")).collect();
+    exactly_once(&indexes, COUNT);
+    curator.quit().await;
+}
