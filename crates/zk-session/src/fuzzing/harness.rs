@@ -119,6 +119,8 @@ pub(super) struct Harness {
     /// the persistent watchers, whether or not the state changes (a move the client makes
     /// itself keeps `Connected`).
     pub(super) ready_before: bool,
+    /// The read/write probe handed out and not reported yet.
+    pub(super) probe: Option<ProbeId>,
 }
 
 impl Harness {
@@ -146,6 +148,7 @@ impl Harness {
             report: Report::default(),
             quorum_check_sent: false,
             ready_before: false,
+            probe: None,
         }
     }
 
@@ -192,6 +195,7 @@ impl Harness {
             DISCONNECT => self.disconnect(input.arg()),
             RECONNECT_TO => self.reconnect_to(input.arg(), &mut expect),
             OVERSIZED => self.oversized(input.arg(), &mut expect),
+            PROBE => self.probe(input.arg(), &mut expect),
             _ => self.session.handle_timeout(self.now),
         }
         self.settle(expect);
@@ -492,6 +496,46 @@ impl Harness {
         } else {
             expect.silent = true;
         }
+    }
+
+    /// The driver's part of the search for a read/write server: take the probe due, and report
+    /// the outcome of the one out. A probe is handed out only while read-only on a live
+    /// connection and not closing, never to the current host; a read/write answer to a probe
+    /// still wanted moves the session (the connection is dropped).
+    pub(super) fn probe(&mut self, outcome: u8, expect: &mut Expect) {
+        let searching = self.checker.state == SessionState::ConnectedReadOnly
+            && self.conn.phase == Phase::Up
+            && self.closing.is_none();
+        if let Some(probe) = self.session.poll_probe(self.now) {
+            assert!(
+                searching,
+                "a probe handed out while not searching: {probe:?}"
+            );
+            let current = self
+                .session
+                .current_host()
+                .map(|i| &self.session.hosts()[i]);
+            assert_ne!(current, Some(&probe.host), "the current host probed");
+            self.probe = Some(probe.id);
+        }
+        expect.silent = true;
+        let Some(id) = self.probe else {
+            return;
+        };
+        let wanted = self.session.is_probing(id);
+        assert!(!wanted || searching, "a probe wanted while not searching");
+        let outcome = match outcome % 4 {
+            0 => ProbeOutcome::ReadWrite,
+            1 => ProbeOutcome::NotReadWrite,
+            2 => ProbeOutcome::Failed("refused".into()),
+            _ => return,
+        };
+        if wanted && outcome == ProbeOutcome::ReadWrite {
+            expect.silent = false;
+            expect.drop = Some(true);
+        }
+        self.session.handle_probe_done(self.now, id, outcome);
+        self.probe = None;
     }
 
     pub(super) fn oversized(&mut self, which: u8, expect: &mut Expect) {

@@ -21,15 +21,17 @@
 //!   reconnect backoff (bit 7).
 //! - Byte 2: the seed of the session's random numbers (host shuffle, backoff jitter).
 //!
-//! The actions (constants `SUBMIT` ... `SPURIOUS_TIMEOUT` in this module) are the session's
+//! The actions (constants `SUBMIT` ... `PROBE` in this module) are the session's
 //! inputs: submit a request (template, flags: watch, path, deadline; an extra byte), add_auth,
 //! close, forget_watch, poll_connect, handle_connected (the ConnectRequest is taken at once,
 //! as a driver would write it before any answer can come), handle_connect_failed,
 //! poll_transmit (a few frames), server frames (a ConnectResponse; a reply to the oldest
 //! request in flight, successful or with an error code; a ping reply; an auth reply; a watch
 //! notification; malformed frames of several kinds), clock advances (firing every timer due, as
-//! `poll_timeout` asks), handle_disconnected, reconnect_to, handle_oversized_frame, and a
-//! `handle_timeout` when nothing is due. The script knows what it answers: it decodes every
+//! `poll_timeout` asks), handle_disconnected, reconnect_to, handle_oversized_frame, a
+//! `handle_timeout` when nothing is due, and the read-only search's probes (`poll_probe`, an
+//! outcome by `handle_probe_done`: a probe only while read-only, never to the current host, a
+//! read/write answer moving the session). The script knows what it answers: it decodes every
 //! frame the session transmits, and mirrors which request each reply reaches.
 //!
 //! At the end the script closes the session and advances the clock past every timer.
@@ -87,8 +89,8 @@ use crate::connect_string::HostAddr;
 use crate::error::{ConnectFailure, Error, ProtocolError};
 use crate::path::Chroot;
 use crate::session::{
-    MultiOperation, Op, RequestId, Session, SessionConfig, SessionEvent, SessionState, WatchKind,
-    WatchedEvent,
+    MultiOperation, Op, ProbeId, ProbeOutcome, RequestId, Session, SessionConfig, SessionEvent,
+    SessionState, WatchKind, WatchedEvent,
 };
 
 /// Plays the script `data` (see the [module](self) for the format) against a [`Session`] and
@@ -102,7 +104,7 @@ pub fn session_script(data: &[u8]) {
 }
 
 /// The number of distinct actions; an action byte is taken modulo this.
-pub const ACTION_COUNT: u8 = 20;
+pub const ACTION_COUNT: u8 = 21;
 
 /// Submit a request. Arguments: the template (modulo 20: getData, exists, getChildren,
 /// getChildren2, create, delete, setData, getACL, setACL, sync, getAllChildrenNumber,
@@ -151,6 +153,10 @@ pub const RECONNECT_TO: u8 = 17;
 pub const OVERSIZED: u8 = 18;
 /// `handle_timeout` at the current time, whatever `poll_timeout` says.
 pub const SPURIOUS_TIMEOUT: u8 = 19;
+/// `poll_probe` (the search for a read/write server), then the outcome of the probe out, if
+/// any, by `handle_probe_done`. Argument: the outcome (modulo 4: read/write, not read/write,
+/// failed, none yet: the probe stays out).
+pub const PROBE: u8 = 20;
 
 /// The clock advances of [`ADVANCE`], ms, by argument (modulo the length).
 pub const ADVANCES_MS: [u64; 16] = [
@@ -258,8 +264,8 @@ fn read_config(input: &mut Input<'_>) -> SessionConfig {
         // The SASL exchange is not in the fuzzed model yet (session/tests.rs scripts it).
         sasl: None,
         resume: None,
-        // The harness renews an expired session before the next action, as the driver does
-        // at the end of its turn.
+        // The session renews an expired session itself once the expiry's events were handed
+        // out; the harness checks that step on its own.
         renew_expired: seed & 1 != 0,
         // The session's own syncs then run among the fuzzed traffic.
         quorum_check: seed & 2 != 0,

@@ -4,6 +4,8 @@ use super::*;
 
 /// Bits of the first configuration byte.
 const TIMEOUT_3S: u8 = 2;
+/// A ConnectResponse's argument: a read-only server's answer.
+const READ_ONLY_ANSWER: u8 = 2 << 3;
 const READ_ONLY_OK: u8 = 4;
 const CHROOT: u8 = 32;
 const SMALL_FRAMES: u8 = 64;
@@ -132,6 +134,48 @@ fn close_during_disconnect() -> Vec<u8> {
             &[CLOSE],
         ],
     )
+}
+
+/// A read-only session on one of two hosts searches for a read/write one: nothing is due at
+/// once, the first probe finds none, the second finds the other host, and the session moves.
+fn read_only_search() -> Vec<u8> {
+    script(
+        [READ_ONLY_OK, TWO_HOSTS, 3],
+        &[
+            &[DIAL],
+            &[CONNECTED],
+            &[CONNECT_RESPONSE, READ_ONLY_ANSWER, 0],
+            &[PROBE, 0],
+            &[ADVANCE, ONE_SECOND],
+            &[PROBE, 1],
+            &[ADVANCE, ONE_SECOND],
+            &[PROBE, 0],
+            &[DIAL],
+            &[CONNECTED],
+            &[CONNECT_RESPONSE, 0, 0],
+            &[PROBE, 0],
+            &[CLOSE],
+        ],
+    )
+}
+
+#[test]
+fn a_read_only_session_probes_and_moves_to_the_read_write_server_it_finds() {
+    let report = run(&read_only_search());
+    assert_eq!(
+        report.states,
+        [
+            SessionState::ConnectedReadOnly,
+            SessionState::Disconnected,
+            SessionState::Connected,
+            SessionState::Closed
+        ],
+        "{report:?}"
+    );
+    assert_eq!(
+        report.drops, 2,
+        "the read-only connection, left, and the last one, closed: {report:?}"
+    );
 }
 
 fn expiry() -> Vec<u8> {
@@ -470,6 +514,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("malformed_frames", malformed_frames()),
         ("undecodable_auth_reply", undecodable_auth_reply()),
         ("second_close", second_close()),
+        ("read_only_search", read_only_search()),
     ]
 }
 
