@@ -284,6 +284,7 @@ mod requests;
 mod server;
 #[cfg(test)]
 mod tests;
+mod transmit;
 
 use checker::*;
 use harness::*;
