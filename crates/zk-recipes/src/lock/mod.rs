@@ -33,11 +33,13 @@
 
 mod attempt;
 mod guard;
+mod multi;
 mod node;
 mod node_data;
 mod owner;
 mod reentrant;
 mod rules;
+mod semaphore_mutex;
 mod semaphore_v2;
 
 use std::sync::Arc;
@@ -50,6 +52,8 @@ use attempt::Contenders;
 pub(crate) use attempt::ensure_parents;
 pub use guard::{LockGuard, Validity};
 use rules::{Kind, MUTEX, READ, Rule, WRITE};
+pub use multi::{MultiLock, MultiLockGuard};
+pub use semaphore_mutex::SemaphoreMutex;
 pub use semaphore_v2::{MaxLeases, SEMAPHORE_LEASES, SEMAPHORE_LOCKS, SemaphoreV2};
 
 /// The node name Curator's `InterProcessMutex` uses (`LOCK_NAME`; `_c_<uuid>-lock-<seq>`).
