@@ -1,4 +1,5 @@
-//! The source tree's shape: no circle between the files of a crate. Every library crate
+//! The source tree's shape: no Rust file over 800 lines, and no circle between the files of a
+//! crate. Every library crate
 //! (`crates/*`) and the test kit are read as text; a file depends on another when it names an
 //! item of it by a `crate::`, `super::` or `self::` path (through a module's `pub use`
 //! re-exports, to the file that defines the item). A file may name items of its own parent
@@ -311,6 +312,42 @@ fn name(module: &Module) -> String {
     } else {
         module.join("/")
     }
+}
+
+/// The longest a Rust file of the tree may be: past it, a file is split by subject.
+const MAX_LINES: usize = 800;
+
+#[test]
+fn no_rust_file_is_over_800_lines() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the test kit is in the workspace");
+    let mut long = Vec::new();
+    let mut dirs = vec![workspace.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a directory of the tree") {
+            let path = entry.expect("a directory entry").path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if path.is_dir() {
+                // Build output, and version control.
+                if name != "target" && !name.starts_with('.') {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                let lines = std::fs::read_to_string(&path)
+                    .expect("a Rust file")
+                    .lines()
+                    .count();
+                if lines > MAX_LINES {
+                    long.push(format!("{} ({lines} lines)", path.display()));
+                }
+            }
+        }
+    }
+    assert!(long.is_empty(), "over {MAX_LINES} lines: {long:?}");
 }
 
 #[test]
