@@ -29,6 +29,7 @@
 //! ```
 
 mod keeper;
+mod ttl;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -39,6 +40,9 @@ use zk_proto::{Client, CreateMode};
 
 use crate::deadline::within;
 use crate::{Error, Result};
+pub use ttl::{
+    DEFAULT_TOUCH_SCHEDULE_FACTOR, PersistentTtlNode, PersistentTtlNodeBuilder, TTL_CHILD_NAME,
+};
 
 /// How to start a [`PersistentNode`]: by default a persistent (not ephemeral), not sequential,
 /// unprotected node.
