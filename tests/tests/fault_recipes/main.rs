@@ -12,6 +12,7 @@ mod deadlines;
 mod election;
 mod queue;
 mod selector;
+mod ttl;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
