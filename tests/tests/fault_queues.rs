@@ -1,0 +1,452 @@
+//! Curator's queues (`zk_recipes::curator_queue`) under faults, against a real server and
+//! Apache Curator 5.4 processes (`crates/zk-recipes/tests/curator/CuratorQueue.java`):
+//!
+//! - kill -9 of a lock-safe consumer in the middle of an item, Curator's and ours (this test
+//!   binary run as a child): of 10,000 items none is lost or taken twice, the held item goes
+//!   to another consumer once the killed one's session expired;
+//! - a cut connection: a lock-safe consumer whose completion or lock create lost its reply
+//!   loses and duplicates nothing; a default-mode consumer whose claiming delete lost its
+//!   reply loses that item (at most once, as documented);
+//! - session expiry: a lock-safe holder whose session expired cannot complete, and the item
+//!   goes to another consumer.
+//!
+//! Every session that is to fail sits behind its own [`zk_testkit::fault::FaultProxy`]. No sleep
+//! stands in for an event: every wait is on a line, a take, a state or a listing, bounded.
+
+#[path = "../../crates/zk-recipes/tests/curator_support/queue.rs"]
+mod curator;
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use curator::{Consumed, CuratorConsumer, FIFO};
+use jute::OpCode;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use zk_proto::{Client, Error};
+use zk_recipes::Error as RecipeError;
+use zk_recipes::curator_queue::{DistributedQueue, Message};
+use zk_testkit::ZkServer;
+use zk_testkit::client::{
+    builder, children, connect_proxied, connect_with, eventually, expire_session, join,
+    server_builder, start_server_with, within,
+};
+
+/// Bound of a whole exchange of 10,000 items.
+const LIMIT: Duration = Duration::from_secs(600);
+/// Bound of one take while items are still to come (a killed holder's session included).
+const TAKE: Option<Duration> = Some(Duration::from_secs(60));
+/// The sessions that are killed or expire here (the server's tick allows 1 s).
+const SESSION: Duration = Duration::from_secs(2);
+/// The items of the kill -9 scenarios.
+const COUNT: usize = 10_000;
+/// How many items the Curator consumer processes before it holds one (then is killed).
+const CURATOR_ITEMS: usize = 1_000;
+
+async fn server() -> ZkServer {
+    start_server_with(server_builder().tick_time(Duration::from_millis(500))).await
+}
+
+async fn session(server: &ZkServer) -> Client {
+    connect_with(builder().session_timeout(SESSION), &server.connect_string()).await
+}
+
+/// The one item of a message, as text.
+fn text(message: &Message) -> String {
+    let items = message.items().expect("Curator's format");
+    assert_eq!(items.len(), 1, "one item per node");
+    String::from_utf8(items[0].to_vec()).expect("utf-8")
+}
+
+/// The items processed by every consumer of a scenario; done once `count` were.
+struct Tally {
+    items: Mutex<Vec<(&'static str, String)>>,
+    count: usize,
+    /// How many were processed so far.
+    done: watch::Sender<usize>,
+}
+
+impl Tally {
+    fn new(count: usize) -> Arc<Self> {
+        Arc::new(Self {
+            items: Mutex::new(Vec::new()),
+            count,
+            done: watch::Sender::new(0),
+        })
+    }
+
+    fn add(&self, by: &'static str, item: String) {
+        let mut items = self.items.lock().expect("tally");
+        items.push((by, item));
+        self.done.send_replace(items.len());
+    }
+
+    /// Waits until `n` items were processed.
+    async fn wait_for(&self, n: usize) {
+        let mut done = self.done.subscribe();
+        within("the items processed", LIMIT, finished(&mut done, n)).await;
+    }
+
+    async fn wait_done(&self) {
+        self.wait_for(self.count).await;
+    }
+
+    /// Asserts that every item `<tag>-<i>` of `0..count` was processed exactly once; returns
+    /// who processed each.
+    fn exactly_once(&self, tag: &str) -> BTreeMap<usize, &'static str> {
+        let items = self.items.lock().expect("tally");
+        let mut by = BTreeMap::new();
+        for (who, item) in items.iter() {
+            let i: usize = item
+                .strip_prefix(tag)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .and_then(|i| i.parse().ok())
+                .unwrap_or_else(|| panic!("not a {tag}-<i> item: {item}"));
+            if let Some(first) = by.insert(i, *who) {
+                panic!("{item} processed twice: by {first} and by {who}");
+            }
+        }
+        let missing: Vec<_> = (0..self.count).filter(|i| !by.contains_key(i)).collect();
+        assert!(missing.is_empty(), "lost: {missing:?}");
+        by
+    }
+}
+
+/// Resolves once the tally is done (the `Ref` of the watch is not held across an await).
+async fn finished(done: &mut watch::Receiver<usize>, count: usize) {
+    let _ = done.wait_for(|done| *done >= count).await.map(drop);
+}
+
+/// Our lock-safe consumer: takes, completes, counts, until the tally is done.
+fn our_consumer(client: &Client, tally: &Arc<Tally>) -> tokio::task::JoinHandle<()> {
+    let mut consumer = DistributedQueue::with_lock_path(client, "/fq/q", "/fq/locks").consumer();
+    let tally = tally.clone();
+    tokio::spawn(async move {
+        let mut done = tally.done.subscribe();
+        loop {
+            tokio::select! {
+                biased;
+                () = finished(&mut done, tally.count) => return,
+                message = consumer.next(TAKE) => {
+                    let message = message.expect("take");
+                    assert!(message.is_locked());
+                    let item = text(&message);
+                    message.complete().await.expect("complete");
+                    tally.add("ours", item);
+                }
+            }
+        }
+    })
+}
+
+/// Reads a Curator consumer's lines into the tally; returns the item it holds when told to
+/// hang, or `None` once the tally is done.
+async fn follow(curator: &mut CuratorConsumer, tally: &Tally) -> Option<String> {
+    let mut done = tally.done.subscribe();
+    loop {
+        tokio::select! {
+            biased;
+            () = finished(&mut done, tally.count) => return None,
+            line = curator.next() => match line {
+                Consumed::Item(item) => tally.add("curator", item),
+                Consumed::Holding(item) => return Some(item),
+            },
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curator_consumer_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    let server = server().await;
+    let connect_string = server.connect_string();
+    let tally = Tally::new(COUNT);
+    let producer = {
+        let connect_string = connect_string.clone();
+        tokio::spawn(
+            async move { curator::produce(&connect_string, FIFO, "/fq/q", COUNT, "c").await },
+        )
+    };
+    let mut curator = CuratorConsumer::start(
+        &connect_string,
+        FIFO,
+        "/fq/q",
+        Some("/fq/locks"),
+        Some(CURATOR_ITEMS),
+        SESSION,
+    )
+    .await;
+    // Curator's consumer alone until it holds an item (ours, faster, would leave it none).
+    let Some(held) = follow(&mut curator, &tally).await else {
+        panic!("the Curator consumer did not hold an item");
+    };
+    // While its holder lives, our consumer takes every other item and leaves the held one.
+    let client = session(&server).await;
+    let ours = our_consumer(&client, &tally);
+    tally.wait_for(COUNT - 1).await;
+    join("the Curator producer", LIMIT, producer).await;
+    assert_eq!(
+        children(&client, "/fq/q").await.len(),
+        1,
+        "the held item stays"
+    );
+    assert_eq!(
+        children(&client, "/fq/locks").await.len(),
+        1,
+        "its lock stays"
+    );
+    // Killed: its lock goes with its session, and our consumer, watching the lock, takes it.
+    curator.kill9().await;
+    tally.wait_done().await;
+    join("our consumer", LIMIT, ours).await;
+    let by = tally.exactly_once("c");
+    let held_index: usize = held.trim_start_matches("c-").parse().expect("index");
+    assert_eq!(
+        by[&held_index], "ours",
+        "the held item went to our consumer"
+    );
+    assert_eq!(
+        by.values().filter(|who| **who == "curator").count(),
+        CURATOR_ITEMS,
+        "Curator processed its items before it was killed"
+    );
+    eventually("no lock left", LIMIT, || async {
+        children(&client, "/fq/locks").await.is_empty()
+    })
+    .await;
+    assert!(children(&client, "/fq/q").await.is_empty());
+}
+
+/// The environment variable that turns [`lock_safe_child`] into the killed consumer of
+/// [`a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode`]: the connect string.
+const CHILD_ENV: &str = "ZK_QUEUES_FAULT_CHILD";
+/// How many items the child completes before it holds one.
+const CHILD_ITEMS: usize = 2_000;
+
+/// Not a test of its own: run by [`a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode`]
+/// as a child process (this test binary, filtered to this test, with [`CHILD_ENV`] set), it
+/// takes and completes [`CHILD_ITEMS`] items printing `item <text>`, then takes one more,
+/// prints `holding <text>` and waits to be killed. Without the variable it does nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_safe_child() {
+    let Ok(connect_string) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let client = connect_with(builder().session_timeout(SESSION), &connect_string).await;
+    let mut consumer = DistributedQueue::with_lock_path(&client, "/fq/q", "/fq/locks").consumer();
+    // libtest has printed "test lock_safe_child ... " without a newline: this ends that line.
+    println!();
+    for _ in 0..CHILD_ITEMS {
+        let message = consumer.next(TAKE).await.expect("take");
+        let item = text(&message);
+        message.complete().await.expect("complete");
+        println!("item {item}");
+    }
+    let message = consumer.next(TAKE).await.expect("take");
+    println!("holding {}", text(&message));
+    // The child's lifetime: the parent kills it long before (a bound, should the parent die).
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    drop(message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    let server = server().await;
+    let connect_string = server.connect_string();
+    let tally = Tally::new(COUNT);
+    let producer = {
+        let connect_string = connect_string.clone();
+        tokio::spawn(
+            async move { curator::produce(&connect_string, FIFO, "/fq/q", COUNT, "c").await },
+        )
+    };
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut child = tokio::process::Command::new(exe)
+        .args([
+            "--exact",
+            "lock_safe_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, &connect_string)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the child consumer");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    // A Curator consumer shares the queue and its locks with the child, then with us.
+    let mut curator = CuratorConsumer::start(
+        &connect_string,
+        FIFO,
+        "/fq/q",
+        Some("/fq/locks"),
+        None,
+        SESSION,
+    )
+    .await;
+    let curator_tally = tally.clone();
+    let curator_task = tokio::spawn(async move {
+        assert_eq!(follow(&mut curator, &curator_tally).await, None);
+        curator.quit().await;
+    });
+    let held = within("the child's held item", LIMIT, async {
+        while let Some(line) = lines.next_line().await.expect("child output") {
+            if let Some(item) = line.strip_prefix("item ") {
+                tally.add("child", item.to_owned());
+            } else if let Some(item) = line.strip_prefix("holding ") {
+                return item.to_owned();
+            }
+        }
+        panic!("the child consumer exited before holding an item");
+    })
+    .await;
+    child.start_kill().expect("kill -9");
+    let _ = child.wait().await;
+    // Curator's consumer lists the queue only when its children change: the lock going with
+    // the child's session changes none, so our consumer (which watches the lock) takes part.
+    let client = session(&server).await;
+    let ours = our_consumer(&client, &tally);
+    tally.wait_done().await;
+    join("our consumer", LIMIT, ours).await;
+    join("the Curator consumer", LIMIT, curator_task).await;
+    join("the Curator producer", LIMIT, producer).await;
+    let by = tally.exactly_once("c");
+    let held_index: usize = held.trim_start_matches("c-").parse().expect("index");
+    assert_ne!(
+        by[&held_index], "child",
+        "the held item was processed by another consumer"
+    );
+    assert_eq!(
+        by.values().filter(|who| **who == "child").count(),
+        CHILD_ITEMS
+    );
+    eventually("no lock left", LIMIT, || async {
+        children(&client, "/fq/locks").await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_safe_replies_lost_to_cuts_lose_and_duplicate_nothing() {
+    const ITEMS: usize = 600;
+    let server = server().await;
+    let producer_client = session(&server).await;
+    let queue = DistributedQueue::new(&producer_client, "/fq/q");
+    for i in 0..ITEMS {
+        queue.put(format!("c-{i}")).await.expect("put");
+    }
+    let proxied = connect_proxied(
+        server.addr(),
+        builder().session_timeout(Duration::from_secs(10)),
+    )
+    .await;
+    let mut consumer =
+        DistributedQueue::with_lock_path(&proxied.client, "/fq/q", "/fq/locks").consumer();
+    let tally = Tally::new(ITEMS);
+    let (mut lock_cuts, mut complete_cuts, mut errors) = (0, 0, 0);
+    let mut taken = 0usize;
+    let mut armed_at = None;
+    while taken < ITEMS {
+        if taken % 50 == 25 && armed_at != Some(taken) {
+            armed_at = Some(taken);
+            // The next lock create reaches the server, its reply is lost.
+            let _ = proxied.proxy.cut_after_request(OpCode::CREATE2);
+            lock_cuts += 1;
+        }
+        let message = match consumer.next(TAKE).await {
+            Ok(message) => message,
+            Err(RecipeError::Zk(error)) if error.is_retryable() => {
+                errors += 1;
+                continue;
+            }
+            Err(error) => panic!("take: {error}"),
+        };
+        if taken.is_multiple_of(50) {
+            // The item's delete (and the lock's, queued behind it) reach the server, their
+            // replies are lost: complete retries.
+            let _ = proxied.proxy.cut_after_request(OpCode::DELETE);
+            complete_cuts += 1;
+        }
+        let item = text(&message);
+        message
+            .complete()
+            .await
+            .expect("complete retries through a cut");
+        tally.add("ours", item);
+        taken += 1;
+    }
+    tally.exactly_once("c");
+    assert_eq!(complete_cuts, ITEMS / 50);
+    assert_eq!(lock_cuts, ITEMS / 50);
+    assert!(
+        errors >= lock_cuts,
+        "each lost lock reply failed a take ({errors} errors)"
+    );
+    assert!(children(&producer_client, "/fq/q").await.is_empty());
+    eventually("no lock left", LIMIT, || async {
+        children(&producer_client, "/fq/locks").await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_mode_loses_the_item_whose_claim_reply_was_lost() {
+    let server = server().await;
+    let producer = session(&server).await;
+    let queue = DistributedQueue::new(&producer, "/fq/q");
+    for i in 0..3 {
+        queue.put(format!("c-{i}")).await.expect("put");
+    }
+    let proxied = connect_proxied(
+        server.addr(),
+        builder().session_timeout(Duration::from_secs(10)),
+    )
+    .await;
+    let mut consumer = DistributedQueue::new(&proxied.client, "/fq/q").consumer();
+    let cut = proxied.proxy.cut_after_request(OpCode::DELETE);
+    assert!(matches!(
+        consumer.next(TAKE).await,
+        Err(RecipeError::Zk(Error::ConnectionLoss))
+    ));
+    within("the cut", LIMIT, cut.fired()).await;
+    // The delete was applied: c-0 is gone and was never handed out (at most once).
+    let rest: Vec<String> = [
+        text(&consumer.next(TAKE).await.expect("take")),
+        text(&consumer.next(TAKE).await.expect("take")),
+    ]
+    .into();
+    assert_eq!(rest, ["c-1", "c-2"]);
+    assert!(consumer.try_next().await.expect("take").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_whose_session_expired_cannot_complete_and_the_item_goes_to_another() {
+    let server = server().await;
+    let connect_string = server.connect_string();
+    let producer = session(&server).await;
+    DistributedQueue::new(&producer, "/fq/q")
+        .put("c-0")
+        .await
+        .expect("put");
+    let holder = session(&server).await;
+    let message = DistributedQueue::with_lock_path(&holder, "/fq/q", "/fq/locks")
+        .take(TAKE)
+        .await
+        .expect("take");
+    let other = session(&server).await;
+    let queue = DistributedQueue::with_lock_path(&other, "/fq/q", "/fq/locks");
+    assert!(
+        queue.try_take().await.expect("try").is_none(),
+        "held by the holder"
+    );
+    expire_session(&holder, &connect_string).await;
+    assert!(matches!(
+        message.complete().await,
+        Err(RecipeError::Zk(Error::SessionExpired))
+    ));
+    let again = queue.take(TAKE).await.expect("take after the expiry");
+    assert_eq!(text(&again), "c-0");
+    again.complete().await.expect("complete");
+    assert!(children(&other, "/fq/q").await.is_empty());
+}
