@@ -10,6 +10,7 @@
 mod barrier;
 mod deadlines;
 mod election;
+mod multi_lock;
 mod queue;
 mod selector;
 mod ttl;
