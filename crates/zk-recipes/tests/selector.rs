@@ -285,3 +285,28 @@ async fn without_requeue_it_leads_once_then_ends_closed() {
     .await;
     assert_eq!(selector.close().await, Ok(()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_tenure_ends_as_a_return_and_the_candidate_queues_again() {
+    let server = start_server().await;
+    let client = connect(&server.connect_string()).await;
+    let tenures = Arc::new(AtomicU64::new(0));
+    let counted = tenures.clone();
+    let selector = LeaderSelector::builder(&client, "/sel6", move |tenure| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async move {
+            assert!(tenure.number() > 0, "the first tenure panics");
+            std::future::pending::<()>().await;
+        }
+    })
+    .start();
+    // The second tenure runs: the first one's panic ended it, and the candidate queued again.
+    eventually("a second tenure", LIMIT, || async {
+        tenures.load(Ordering::SeqCst) == 2 && selector.is_leader()
+    })
+    .await;
+    assert!(selector.ended().is_none());
+    within("close", LIMIT, selector.close())
+        .await
+        .expect("close");
+}

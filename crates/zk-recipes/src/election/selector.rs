@@ -2,9 +2,11 @@
 //! future run while leading, then the candidate queued again.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use tokio::sync::oneshot;
 use zk_proto::{Client, Error, EventType, Result, SessionState};
 
@@ -447,7 +449,14 @@ where
                 _ => TenureEnd::Interrupted,
             },
             () = node_gone => TenureEnd::Interrupted,
-            () = work => TenureEnd::Returned,
+            // A panic ends the tenure like a return (Curator catches what `takeLeadership`
+            // throws, and requeues).
+            outcome = AssertUnwindSafe(work).catch_unwind() => {
+                if outcome.is_err() {
+                    tracing::warn!(path = %self.path, "take_leadership panicked");
+                }
+                TenureEnd::Returned
+            }
         };
         // The future is dropped (the select above ended); only now is the leadership
         // reported lost and the node's delete queued.
