@@ -558,3 +558,8 @@ impl DistributedDelayQueue {
 }
 
 queue_common!(DistributedDelayQueue);
+
+/// The example of `docs/recipes-curator-queue.md`, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../../docs/recipes-curator-queue.md")]
+pub struct CuratorQueueGuideDoctests;
