@@ -8,6 +8,11 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use zk_benches::codec;
 
+/// Counts allocations, so that each of our measurements prints its allocations per message
+/// (`zk_benches::codec::allocations`).
+#[global_allocator]
+static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
 fn main() -> ExitCode {
     // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
     let options = codec::Options::parse();

@@ -24,6 +24,7 @@
 //!
 //! See `docs/benchmarks.md` for how to run it and how to read the figures.
 
+pub mod allocations;
 mod cases;
 mod error;
 mod ours;

@@ -246,6 +246,7 @@ impl JavaReport {
                     let m = Measurement {
                         median_ns,
                         iters_per_round,
+                        allocs_per_op: None,
                     };
                     let index = match report.results.iter().position(|(c, _, _)| *c == case) {
                         Some(index) => index,

@@ -158,10 +158,14 @@ struct JsonMessage {
     cross_check: &'static str,
     ours_decode_ns: f64,
     ours_decode_mb_s: f64,
+    /// Heap allocations per decode (`null` without the counting allocator).
+    ours_decode_allocs: Option<f64>,
     ref_decode_ns: Option<f64>,
     decode_ratio: Option<f64>,
     ours_encode_ns: f64,
     ours_encode_mb_s: f64,
+    /// Heap allocations per encode (into a reused buffer).
+    ours_encode_allocs: Option<f64>,
     ref_encode_ns: Option<f64>,
     encode_ratio: Option<f64>,
 }
@@ -202,10 +206,12 @@ impl Report {
                     },
                     ours_decode_ns: row.ours_decode.median_ns,
                     ours_decode_mb_s: row.ours_decode_mb_s(),
+                    ours_decode_allocs: row.ours_decode.allocs_per_op,
                     ref_decode_ns: row.reference.map(|(d, _)| d.median_ns),
                     decode_ratio: row.decode_ratio(),
                     ours_encode_ns: row.ours_encode.median_ns,
                     ours_encode_mb_s: row.ours_encode_mb_s(),
+                    ours_encode_allocs: row.ours_encode.allocs_per_op,
                     ref_encode_ns: row.reference.map(|(_, e)| e.median_ns),
                     encode_ratio: row.encode_ratio(),
                 })
@@ -247,38 +253,44 @@ impl Report {
         }
         out += "\n";
         out += &format!(
-            "{:<34} {:>6} | {:>9} {:>8} {:>9} {:>6} | {:>9} {:>8} {:>9} {:>6}\n",
+            "{:<34} {:>6} | {:>9} {:>8} {:>7} {:>9} {:>6} | {:>9} {:>8} {:>7} {:>9} {:>6}\n",
             "message",
             "bytes",
             "decode ns",
             "MB/s",
+            "allocs",
             "ref ns",
             "ratio",
             "encode ns",
             "MB/s",
+            "allocs",
             "ref ns",
             "ratio"
         );
-        out += &format!("{}\n", "-".repeat(34 + 7 + 3 + 35 + 3 + 35));
+        out += &format!("{}\n", "-".repeat(34 + 7 + 3 + 43 + 3 + 43));
         let opt = |v: Option<f64>, precision: usize| {
             v.map_or("-".to_owned(), |v| format!("{v:.precision$}"))
         };
         for row in &self.rows {
             out += &format!(
-                "{:<34} {:>6} | {:>9.1} {:>8.0} {:>9} {:>6} | {:>9.1} {:>8.0} {:>9} {:>6}\n",
+                "{:<34} {:>6} | {:>9.1} {:>8.0} {:>7} {:>9} {:>6} | {:>9.1} {:>8.0} {:>7} {:>9} {:>6}\n",
                 row.case.label(),
                 row.bytes,
                 row.ours_decode.median_ns,
                 row.ours_decode_mb_s(),
+                opt(row.ours_decode.allocs_per_op, 1),
                 opt(row.reference.map(|(d, _)| d.median_ns), 1),
                 opt(row.decode_ratio(), 2),
                 row.ours_encode.median_ns,
                 row.ours_encode_mb_s(),
+                opt(row.ours_encode.allocs_per_op, 1),
                 opt(row.reference.map(|(_, e)| e.median_ns), 1),
                 opt(row.encode_ratio(), 2),
             );
         }
         out += "\nns = median nanoseconds per message; MB/s = 10^6 bytes/s of our codec; \
+                allocs = our heap allocations per message; encode = into a reused buffer, as \
+                the client writes a request into its connection's write buffer; \
                 ratio = ours / reference (below 1: we are faster).\n";
         if m.rust_profile == "debug" {
             out += "warning: a debug build; run with --release for meaningful figures.\n";
@@ -295,6 +307,7 @@ mod tests {
         let m = |median_ns| Measurement {
             median_ns,
             iters_per_round: 10,
+            allocs_per_op: None,
         };
         let java = JavaReport {
             info: vec![
@@ -337,7 +350,7 @@ mod tests {
   "machine": {"cores": 2, "cpu": null, "load_1m": 1.250, "os": "linux", "arch": "x86_64", "rust_profile": "release"},
   "reference": {"serializer": "org.apache.jute.BinaryInputArchive/BinaryOutputArchive (ZooKeeper 3.8)", "java_version": "17.0.15", "vm": "OpenJDK", "gc": null, "max_heap_mb": 6028, "cross_check": "passed"},
   "messages": [
-    {"id": "watcher_event", "name": "watcher event notification", "bytes": 53, "cross_check": "passed", "ours_decode_ns": 50.000, "ours_decode_mb_s": 1060.000, "ref_decode_ns": 100.000, "decode_ratio": 0.500, "ours_encode_ns": 25.000, "ours_encode_mb_s": 2120.000, "ref_encode_ns": null, "encode_ratio": null}
+    {"id": "watcher_event", "name": "watcher event notification", "bytes": 53, "cross_check": "passed", "ours_decode_ns": 50.000, "ours_decode_mb_s": 1060.000, "ours_decode_allocs": null, "ref_decode_ns": 100.000, "decode_ratio": 0.500, "ours_encode_ns": 25.000, "ours_encode_mb_s": 2120.000, "ours_encode_allocs": null, "ref_encode_ns": null, "encode_ratio": null}
   ]
 }
 "#

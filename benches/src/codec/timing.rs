@@ -12,6 +12,9 @@ pub struct Measurement {
     pub median_ns: f64,
     /// Operations per timed round.
     pub iters_per_round: u64,
+    /// Heap allocations per operation (reallocations included), counted over one more round;
+    /// `None` when they were not counted (the reference, or no counting allocator).
+    pub allocs_per_op: Option<f64>,
 }
 
 /// Times `op`: a warm-up of `settings.warmup` in doubling batches (which also sizes the rounds),
@@ -45,9 +48,19 @@ pub fn measure<R>(settings: &Settings, mut op: impl FnMut() -> R) -> Measurement
             start.elapsed().as_nanos() as f64 / iters as f64
         })
         .collect();
+    // One more round, counted: the allocations of the operation itself (its result is
+    // dropped inside the loop, as in the timed rounds).
+    let before = super::allocations::count();
+    for _ in 0..iters {
+        black_box(op());
+    }
+    let allocs_per_op = before
+        .zip(super::allocations::count())
+        .map(|(before, after)| (after - before) as f64 / iters as f64);
     Measurement {
         median_ns: median(&mut samples),
         iters_per_round: iters,
+        allocs_per_op,
     }
 }
 
