@@ -28,27 +28,38 @@ fn source_roots() -> Vec<PathBuf> {
     roots
 }
 
-/// Every non-test source file under `dir`, by module.
-fn modules(root: &Path) -> BTreeMap<Module, PathBuf> {
-    let mut found = BTreeMap::new();
+/// Every Rust file under `root`, with its file name, skipping the directories `enter` refuses
+/// (by name).
+fn rust_files(root: &Path, enter: impl Fn(&str) -> bool) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("a source directory") {
+        for entry in std::fs::read_dir(&dir).expect("a directory of the tree") {
             let path = entry.expect("a directory entry").path();
             let name = path
                 .file_name()
                 .and_then(|n| n.to_str())
-                .unwrap_or_default();
+                .unwrap_or_default()
+                .to_owned();
             if path.is_dir() {
-                // `src/bin/*` are crates of their own; `tests/` directories hold test modules.
-                if name != "bin" && name != "tests" {
+                if enter(&name) {
                     dirs.push(path);
                 }
-                continue;
+            } else if name.ends_with(".rs") {
+                found.push((path, name));
             }
-            if !name.ends_with(".rs") || name.contains("tests") {
-                continue;
-            }
+        }
+    }
+    found
+}
+
+/// Every non-test source file under `root`, by module.
+fn modules(root: &Path) -> BTreeMap<Module, PathBuf> {
+    // `src/bin/*` are crates of their own; `tests/` directories hold test modules.
+    rust_files(root, |dir| dir != "bin" && dir != "tests")
+        .into_iter()
+        .filter(|(_, name)| !name.contains("tests"))
+        .map(|(path, _)| {
             let relative = path.strip_prefix(root).expect("under the root");
             let mut module: Module = relative
                 .with_extension("")
@@ -61,10 +72,9 @@ fn modules(root: &Path) -> BTreeMap<Module, PathBuf> {
             ) {
                 module.pop();
             }
-            found.insert(module, path);
-        }
-    }
-    found
+            (module, path)
+        })
+        .collect()
 }
 
 /// The text that counts: no comments, no test module, no `pub(in path)` visibility.
@@ -322,31 +332,17 @@ fn no_rust_file_is_over_800_lines() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the test kit is in the workspace");
-    let mut long = Vec::new();
-    let mut dirs = vec![workspace.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("a directory of the tree") {
-            let path = entry.expect("a directory entry").path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if path.is_dir() {
-                // Build output, and version control.
-                if name != "target" && !name.starts_with('.') {
-                    dirs.push(path);
-                }
-            } else if name.ends_with(".rs") {
-                let lines = std::fs::read_to_string(&path)
-                    .expect("a Rust file")
-                    .lines()
-                    .count();
-                if lines > MAX_LINES {
-                    long.push(format!("{} ({lines} lines)", path.display()));
-                }
-            }
-        }
-    }
+    // Build output, and version control.
+    let long: Vec<String> = rust_files(workspace, |dir| dir != "target" && !dir.starts_with('.'))
+        .into_iter()
+        .filter_map(|(path, _)| {
+            let lines = std::fs::read_to_string(&path)
+                .expect("a Rust file")
+                .lines()
+                .count();
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", path.display()))
+        })
+        .collect();
     assert!(long.is_empty(), "over {MAX_LINES} lines: {long:?}");
 }
 
