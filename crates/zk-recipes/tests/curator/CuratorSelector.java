@@ -9,9 +9,19 @@
 // Prints "started" once its selector is started, "tenures=<n>" once it has led <tenures>
 // times (then closes the selector and exits 0); exits 1 on any failure. With <tenures> = 0 it
 // leads forever (until killed), printing "leading" at the start of each tenure.
+//
+// The failover benchmark (benches/src/bin/selector.rs):
+//   java CuratorSelector bench <connect string> <selector path> <tenures>
+// Two LeaderSelectors (auto-requeue), each on its own client, take turns <tenures> times in
+// all; each tenure returns at once. Prints "failover=<us>,<us>,..." (one per tenure after the
+// first: from the end of a tenure, its takeLeadership returning, to the start of the next, the
+// other candidate's takeLeadership called) and exits 0.
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -22,6 +32,10 @@ import org.apache.zookeeper.CreateMode;
 
 public class CuratorSelector {
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("bench")) {
+            bench(args[1], args[2], Integer.parseInt(args[3]));
+            return;
+        }
         String connect = args[0];
         String path = args[1];
         String id = args[2];
@@ -69,5 +83,69 @@ public class CuratorSelector {
             e.printStackTrace();
             System.exit(1);
         }
+    }
+
+    static CuratorFramework connect(String connect) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(10000)
+                .connectionTimeoutMs(10000)
+                .retryPolicy(new RetryNTimes(10, 100))
+                .build();
+        client.start();
+        client.blockUntilConnected();
+        return client;
+    }
+
+    static void bench(String connect, String path, int tenures) throws Exception {
+        List<Long> samples = new ArrayList<>();
+        AtomicLong lastEnd = new AtomicLong(0);
+        AtomicInteger led = new AtomicInteger();
+        CountDownLatch done = new CountDownLatch(1);
+        List<CuratorFramework> clients = new ArrayList<>();
+        List<LeaderSelector> selectors = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            CuratorFramework client = connect(connect);
+            clients.add(client);
+            LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                @Override
+                public void takeLeadership(CuratorFramework c) {
+                    long start = System.nanoTime();
+                    long end = lastEnd.get();
+                    synchronized (samples) {
+                        if (end != 0) {
+                            samples.add((start - end) / 1000);
+                        }
+                    }
+                    if (led.incrementAndGet() >= tenures) {
+                        done.countDown();
+                    }
+                    lastEnd.set(System.nanoTime());
+                }
+            });
+            selector.setId("bench-" + i);
+            selector.autoRequeue();
+            selectors.add(selector);
+        }
+        for (LeaderSelector selector : selectors) {
+            selector.start();
+        }
+        done.await();
+        for (LeaderSelector selector : selectors) {
+            selector.close();
+        }
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+        StringBuilder out = new StringBuilder("failover=");
+        synchronized (samples) {
+            for (int i = 0; i < samples.size(); i++) {
+                if (i > 0) {
+                    out.append(',');
+                }
+                out.append(samples.get(i));
+            }
+        }
+        System.out.println(out);
     }
 }
