@@ -32,6 +32,11 @@ import org.apache.curator.retry.RetryForever;
  *     on "quit" on stdin, closing the queue and the session.
  *   CuratorQueue <connect> remove <path> <id>
  *     DistributedIdQueue.remove(id) (producer only); prints "removed <n>".
+ *   CuratorQueue <connect> bench <path> <n> <warmup> <lockPath|->
+ *     for benches/src/bin/queues.rs: a warm-up round of <warmup> items (on <path>-warmup),
+ *     then the timed one: puts n items one after the other (foreground), then starts a
+ *     consumer (with lockPath or not) and waits until it consumed all n; prints
+ *     "bench put_ns=<ns> take_ns=<ns>" (the take timed from the consumer's start).
  *
  * The test side computes the same priority(i) and delay(i).
  */
@@ -76,6 +81,16 @@ public class CuratorQueue {
             case "consume":
                 consume(client, args[2], args[3], args[4], args[5]);
                 break;
+            case "bench": {
+                String lock = args[5].equals("-") ? null : args[5];
+                int warmup = Integer.parseInt(args[4]);
+                if (warmup > 0) {
+                    bench(client, args[2] + "-warmup", warmup, lock == null ? null : lock + "-warmup");
+                }
+                long[] ns = bench(client, args[2], Integer.parseInt(args[3]), lock);
+                System.out.println("bench put_ns=" + ns[0] + " take_ns=" + ns[1]);
+                break;
+            }
             case "remove":
                 DistributedIdQueue<String> q = QueueBuilder.builder(client, null, UTF8, args[2])
                     .putInBackground(false).buildIdQueue();
@@ -88,6 +103,34 @@ public class CuratorQueue {
         }
         client.close();
         System.exit(0);
+    }
+
+    static long[] bench(CuratorFramework client, String path, int n, String lockPath)
+        throws Exception {
+        DistributedQueue<String> producer =
+            QueueBuilder.builder(client, null, UTF8, path).putInBackground(false).buildQueue();
+        producer.start();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) producer.put("b-" + i);
+        long putNs = System.nanoTime() - t0;
+        producer.close();
+        final CountDownLatch all = new CountDownLatch(n);
+        QueueConsumer<String> consumer = new QueueConsumer<String>() {
+            public void consumeMessage(String message) {
+                all.countDown();
+            }
+
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
+        QueueBuilder<String> builder = QueueBuilder.builder(client, consumer, UTF8, path);
+        if (lockPath != null) builder = builder.lockPath(lockPath);
+        DistributedQueue<String> queue = builder.buildQueue();
+        long t1 = System.nanoTime();
+        queue.start();
+        if (!all.await(600, TimeUnit.SECONDS)) throw new IllegalStateException("take timed out");
+        long takeNs = System.nanoTime() - t1;
+        queue.close();
+        return new long[] {putNs, takeNs};
     }
 
     static void produce(CuratorFramework client, String kind, String path, int count, String tag)
