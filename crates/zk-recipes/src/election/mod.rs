@@ -7,6 +7,9 @@
 //!   candidates in order, leader first, with their ids.
 //! - Every candidate's [`Leadership`] is a value to read or wait on, and a stream of its
 //!   changes ([`Leadership::events`]).
+//! - [`LeaderSelector`]: Curator's `LeaderSelector` (an `InterProcessMutex` queue whose nodes
+//!   hold the candidates' ids): the holder runs a future while it leads, dropped when the
+//!   connection is lost, then queues again.
 //! - [`MasterElection`]: candidates race to create one ephemeral node holding their id; the
 //!   losers watch it and race again when it goes, the previous master with a head start.
 //! - [`elect_once`]: a one-shot election: every candidate creates a node, the lowest wins,

@@ -11,6 +11,10 @@
 //! [`Semaphore`] is this crate's own design and is **not** compatible with Curator's
 //! semaphores.
 //!
+//! [`MultiLock`] takes several locks as one (Curator's `InterProcessMultiLock`), and
+//! [`SemaphoreMutex`] is a [`SemaphoreV2`] of one lease (Curator's
+//! `InterProcessSemaphoreMutex`).
+//!
 //! The design, the round-trip counts and the failure cases are described in
 //! `docs/recipes-lock.md`. In short:
 //!

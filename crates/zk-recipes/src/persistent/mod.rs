@@ -5,6 +5,9 @@
 //! an expired session is created again in the next session, when the client renews expired
 //! sessions ([`ClientBuilder::renew_expired_sessions`](zk_proto::ClientBuilder::renew_expired_sessions)).
 //!
+//! [`PersistentTtlNode`] keeps a node alive as long as its process touches it (Curator's
+//! `PersistentTtlNode`: a container and a TTL child), whatever happens to its sessions.
+//!
 //! ```no_run
 //! # async fn example() -> zk_recipes::Result<()> {
 //! use std::time::Duration;
