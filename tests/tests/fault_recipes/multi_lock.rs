@@ -1,7 +1,8 @@
 //! The multi-lock under faults: a Curator process holding one of its locks, killed with
 //! SIGKILL, is waited out (its session expires) and the multi-lock then holds all; a holder cut
 //! off is told `Suspended` and, back in time, `Held` again; an expired holder is told `Lost`
-//! and another multi-lock takes every lock.
+//! and another multi-lock takes every lock. The semaphore mutex: a Curator holder of the same
+//! one-lease semaphore killed with SIGKILL is waited out.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use zk_proto::SessionState;
-use zk_recipes::lock::{MultiLock, Validity};
+use zk_recipes::lock::{MultiLock, SemaphoreMutex, Validity};
 use zk_testkit::client::{
     builder, connect_proxied, connect_with, expire_session, serial, wait_children, wait_for_state,
     within,
@@ -165,4 +166,33 @@ async fn an_expired_holder_is_told_lost_and_another_takes_every_lock() {
         Err(zk_recipes::Error::Lost)
     ));
     taken.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_curator_holder_of_the_semaphore_mutex_is_waited_out() {
+    let _serial = serial().await;
+    let server = server(RECIPE_TICK).await;
+    let client = connect_with(builder(), &server.connect_string()).await;
+    let mut peer = Peer::start(&server.connect_string()).await;
+    // Curator's InterProcessSemaphoreV2 of one lease: InterProcessSemaphoreMutex's layout.
+    assert_eq!(peer.call("1 semaphore /fsm1 1 10000").await, "acquired");
+    let mutex = SemaphoreMutex::new(&client, "/fsm1");
+    assert!(mutex.try_acquire().await.expect("try").is_none());
+    let waiting = tokio::spawn(async move { mutex.acquire(None).await });
+    wait_children(
+        &client,
+        "/fsm1/leases",
+        WITHIN,
+        "ours waits for the lease",
+        |c| c.len() == 2,
+    )
+    .await;
+    peer.kill9().await;
+    let guard = within("held", WITHIN, waiting)
+        .await
+        .expect("task")
+        .expect("acquire");
+    let leases = client.get_children("/fsm1/leases").await.expect("list");
+    assert_eq!(leases.len(), 1, "only ours: {leases:?}");
+    guard.release().await.expect("release");
 }
