@@ -6,6 +6,8 @@
 //!   against a real server (`src/bin/lock_latency.rs`, `docs/performance.md`).
 //! - [`json`]: how both print JSON (through `serde_json`).
 //! - [`args`]: what the binaries' command lines (clap) share.
+//! - [`scale`]: what the scale benchmarks share (`idle_sessions`, `many_watches`,
+//!   `lock_contenders`; docs/performance.md, "Scale").
 //!
 //! The `sessions`, `soak` and `tree_cache` binaries are self-contained in `src/bin/`, but for
 //! [`runtime`] and [`local_server`], which every one of them needs.
@@ -14,6 +16,7 @@ pub mod args;
 pub mod codec;
 pub mod json;
 pub mod latency;
+pub mod scale;
 
 /// The binaries' tokio runtime: two worker threads (the machines they run on have few cores).
 /// On failure it prints `<program>: error: ...` and returns the exit code to end with.

@@ -3,12 +3,16 @@
 //!
 //! `cargo run --release -p zk-benches --bin tree_cache -- [--nodes N (100000)] [--fanout N
 //! (100)] [--writes N (20000)] [--sample N (2000)] [--in-flight N (512)] [--read-batch N
-//! (64)] [--connect HOST:PORT] [--json]`
+//! (64)] [--create-batch N (1000)] [--connect HOST:PORT] [--json]`
 //!
 //! Without `--connect` it starts a local ZooKeeper (test kit, forceSync off, the full JIT and
-//! the small-machine I/O settings of `lock_latency`) and stops it at the end. The tree is `/rzk-tree-<pid>/g<i>/n<j>` (`--fanout` children per group, 32 bytes
-//! of data each), written by a child process of this binary so that the writes' buffers are
-//! not in this process when its memory is read. Then:
+//! the small-machine I/O settings of `lock_latency`, a heap of 2 KiB per node and at least
+//! 1 GiB) and stops it at the end, with the tree. The tree is `/rzk-tree-<pid>/g<i>/n<j>`
+//! (`--fanout` children per group, 32 bytes of data each), written by a child process of this
+//! binary so that the writes' buffers are not in this process when its memory is read: the
+//! groups, then their children, in `multi` transactions of `--create-batch` creates, four in
+//! flight (`--create-batch 1`: one create per node, 512 in flight). With `--connect` the tree
+//! is deleted at the end (in `multi` transactions too). Then:
 //!
 //! - `initial_load`: a [`TreeCache`] of the whole tree, started and waited for
 //!   (`initialized`); resident memory (`VmRSS` of `/proc/self/status`) before and after, per
@@ -23,6 +27,7 @@
 //!
 //! Exits non-zero if the cache does not hold exactly the tree, or a write failed.
 
+use std::collections::VecDeque;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -30,7 +35,8 @@ use clap::Parser as _;
 use serde_json::json;
 use zk_benches::args::positive;
 use zk_benches::latency::{PRODUCTION_JIT, SMALL_MACHINE_SERVER, cpu_now};
-use zk_proto::{Client, CreateOptions};
+use zk_benches::scale::process_cpu;
+use zk_proto::{Client, CreateOptions, MultiOperation};
 use zk_recipes::cache::{CacheEvent, TreeCache};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -39,8 +45,10 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const DATA: [u8; 32] = [b'x'; 32];
 /// Writes in flight per writer session.
 const WRITE_WINDOW: usize = 64;
-/// Creates in flight while the child process writes the tree.
+/// Creates in flight while the child process writes the tree one create per node.
 const CREATE_WINDOW: usize = 512;
+/// `multi` transactions in flight while the tree is written or deleted in batches.
+const MULTI_WINDOW: usize = 4;
 
 /// The command line.
 #[derive(Debug, clap::Parser)]
@@ -79,6 +87,16 @@ struct Options {
         verbatim_doc_comment
     )]
     read_batch: usize,
+    /// creates per multi transaction while writing the tree
+    /// (1: one create per node)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1_000,
+        value_parser = positive::<usize>,
+        verbatim_doc_comment
+    )]
+    create_batch: usize,
     /// measure against that server or ensemble
     /// (default: a local server, started and stopped)
     #[arg(long, value_name = "HOST:PORT[,...]", verbatim_doc_comment)]
@@ -111,20 +129,59 @@ fn tree_paths(root: &str, nodes: usize, fanout: usize) -> Vec<String> {
     paths
 }
 
-/// The child process: writes the tree, pipelined.
+/// Runs `ops` in `multi` transactions of `batch`, [`MULTI_WINDOW`] in flight; the first
+/// failure, if any.
+async fn multis(client: &Client, ops: Vec<MultiOperation>, batch: usize) -> Result<(), BoxError> {
+    let mut window = VecDeque::new();
+    let mut ops = ops.into_iter().peekable();
+    while ops.peek().is_some() || !window.is_empty() {
+        while ops.peek().is_some() && window.len() < MULTI_WINDOW {
+            window.push_back(client.multi(ops.by_ref().take(batch).collect()));
+        }
+        if let Some(call) = window.pop_front() {
+            for item in call.await? {
+                if let Some(e) = item.error() {
+                    return Err(format!("a multi failed: {e}").into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The child process: writes the tree, pipelined (the groups come first in `tree_paths`).
 async fn populate(connect: &str, root: &str, options: &Options) -> Result<(), BoxError> {
-    let client = Client::connect(connect).await?;
-    client
-        .create(root, "", &CreateOptions::persistent())
+    let client = Client::builder()
+        .request_timeout(Some(Duration::from_secs(300)))
+        .connect(connect)
         .await?;
+    let persistent = CreateOptions::persistent();
+    client.create(root, "", &persistent).await?;
     let paths = tree_paths(root, options.nodes, options.fanout);
-    for chunk in paths.chunks(CREATE_WINDOW) {
-        let calls: Vec<_> = chunk
-            .iter()
-            .map(|p| client.create(p, &DATA[..], &CreateOptions::persistent()))
-            .collect();
-        for call in calls {
-            call.await?;
+    if options.create_batch > 1 {
+        let groups = options
+            .nodes
+            .div_ceil(options.fanout + 1)
+            .max(1)
+            .min(paths.len());
+        let creates = |paths: &[String]| -> Vec<MultiOperation> {
+            paths
+                .iter()
+                .map(|p| MultiOperation::create(p.as_str(), &DATA[..], &persistent))
+                .collect()
+        };
+        // The groups are all created before their children.
+        multis(&client, creates(&paths[..groups]), options.create_batch).await?;
+        multis(&client, creates(&paths[groups..]), options.create_batch).await?;
+    } else {
+        for chunk in paths.chunks(CREATE_WINDOW) {
+            let calls: Vec<_> = chunk
+                .iter()
+                .map(|p| client.create(p, &DATA[..], &persistent))
+                .collect();
+            for call in calls {
+                call.await?;
+            }
         }
     }
     client.close().await?;
@@ -136,6 +193,8 @@ struct Report {
     load: Duration,
     /// This process's CPU time (user + system) during the load.
     load_cpu: Duration,
+    /// The local server's, when it is local.
+    load_server_cpu: Option<Duration>,
     rss_before: Option<u64>,
     rss_after: Option<u64>,
     sequential_rtt: Duration,
@@ -146,12 +205,17 @@ struct Report {
     events: usize,
 }
 
-async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
+async fn run(
+    options: &Options,
+    connect: &str,
+    server_pid: Option<u32>,
+) -> Result<Report, BoxError> {
     let root = format!("/rzk-tree-{}", std::process::id());
     let status = Command::new(std::env::current_exe()?)
         .args(["--connect", connect, "--populate", &root])
         .args(["--nodes", &options.nodes.to_string()])
         .args(["--fanout", &options.fanout.to_string()])
+        .args(["--create-batch", &options.create_batch.to_string()])
         .status()?;
     if !status.success() {
         return Err(format!("writing the tree failed: {status}").into());
@@ -164,6 +228,8 @@ async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
 
     // The pipelined load.
     let rss_before = rss();
+    let server_cpu = || server_pid.and_then(process_cpu);
+    let server_cpu_before = server_cpu();
     let cpu_before = cpu_now();
     let started = Instant::now();
     let cache = TreeCache::builder(&client, &root)
@@ -175,6 +241,9 @@ async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
         .await?;
     let load = started.elapsed();
     let load_cpu = cpu_now().saturating_sub(cpu_before);
+    let load_server_cpu = server_cpu()
+        .zip(server_cpu_before)
+        .map(|(a, b)| a.saturating_sub(b));
     let rss_after = rss();
     let cached = cache.snapshot().len();
     if cached != options.nodes + 1 {
@@ -238,14 +307,25 @@ async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
     drop(cache);
     let delivered = counter.await?;
 
-    // Clean up: the groups' children, then the groups, then the root.
-    for chunk in paths.rchunks(CREATE_WINDOW) {
-        let calls: Vec<_> = chunk.iter().rev().map(|p| client.delete(p, None)).collect();
-        for call in calls {
-            let _ = call.await;
-        }
+    // Clean up an existing server's tree: the groups' children, then the groups, then the
+    // root. A local server is stopped with its data.
+    if options.connect.is_some() {
+        let groups = options
+            .nodes
+            .div_ceil(options.fanout + 1)
+            .max(1)
+            .min(paths.len());
+        let deletes = |paths: &[String]| -> Vec<MultiOperation> {
+            paths
+                .iter()
+                .map(|p| MultiOperation::delete(p.as_str(), None))
+                .collect()
+        };
+        let batch = options.create_batch;
+        let _ = multis(&client, deletes(&paths[groups..]), batch).await;
+        let _ = multis(&client, deletes(&paths[..groups]), batch).await;
+        let _ = client.delete(&root, None).await;
     }
-    let _ = client.delete(&root, None).await;
     for c in writers.iter().chain([&client]) {
         let _ = c.close().await;
     }
@@ -253,6 +333,7 @@ async fn run(options: &Options, connect: &str) -> Result<Report, BoxError> {
         nodes: cached,
         load,
         load_cpu,
+        load_server_cpu,
         rss_before,
         rss_after,
         sequential_rtt,
@@ -280,6 +361,8 @@ fn print(report: &Report, options: &Options) {
                "seconds": secs(report.load),
                "nodes_per_s": report.nodes as f64 / secs(report.load).max(1e-9),
                "client_cpu_us_per_node": secs(report.load_cpu) * 1e6 / report.nodes as f64,
+               "server_cpu_us_per_node": report.load_server_cpu
+                   .map(|c| secs(c) * 1e6 / report.nodes as f64),
                "rss_growth_bytes": report.rss_after.zip(report.rss_before).map(|(a, b)| a.saturating_sub(b)),
                "rss_bytes_per_node": per_node}),
         json!({"client": "rzk", "metric": "sequential_get", "n": report.sample,
@@ -299,13 +382,19 @@ fn print(report: &Report, options: &Options) {
     }
     println!(
         "initial load: {} nodes in {:.2} s ({:.0} nodes/s, {} in flight, up to {} per read, \
-         client CPU {:.1} us/node); RSS {} bytes/node",
+         CPU per node: client {:.1} us, server {}); RSS {} bytes/node",
         report.nodes,
         secs(report.load),
         report.nodes as f64 / secs(report.load).max(1e-9),
         options.in_flight,
         options.read_batch,
         secs(report.load_cpu) * 1e6 / report.nodes as f64,
+        report
+            .load_server_cpu
+            .map_or("unknown".to_owned(), |c| format!(
+                "{:.1} us",
+                secs(c) * 1e6 / report.nodes as f64
+            )),
         per_node.map_or("unknown".to_owned(), |b| format!("{b:.0}"))
     );
     println!(
@@ -329,10 +418,15 @@ fn main() -> ExitCode {
     let options = Options::parse();
     let local = || {
         eprintln!("tree_cache: starting a local ZooKeeper (forceSync off)...");
+        // The server keeps every node (and serves the load's reads): 2 KiB per node is
+        // room enough for the 1,000,000-node run.
+        let heap_mb = u32::try_from(options.nodes / 1_000 * 2)
+            .unwrap_or(u32::MAX)
+            .max(1_024);
         let mut builder = zk_testkit::ZkServer::builder()
             .force_sync(false)
             .jvm_arg(PRODUCTION_JIT)
-            .max_heap_mb(1024);
+            .max_heap_mb(heap_mb);
         for (key, value) in SMALL_MACHINE_SERVER {
             builder = builder.system_property(key, value);
         }
@@ -356,7 +450,8 @@ fn main() -> ExitCode {
             }
         };
     }
-    let report = match runtime.block_on(run(&options, &connect)) {
+    let server_pid = server.as_ref().and_then(zk_testkit::ZkServer::pid);
+    let report = match runtime.block_on(run(&options, &connect, server_pid)) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("tree_cache: error: {e}");
