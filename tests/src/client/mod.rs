@@ -2,18 +2,24 @@
 //! tests of `zk-proto`, `zk-recipes` and this crate share, on the model of h2's `h2-support`.
 //!
 //! - Servers: [`start_server`] and [`start_server_with`] ([`server_builder`] is the kit's
-//!   configuration, `tickTime` [`TICK`]), [`start_ensemble`]; they start the JVMs on a blocking
+//!   configuration, `tickTime` [`TICK`]), [`start_ensemble`] ([`read_only_ensemble`] sets an
+//!   ensemble up for read-only mode, [`wait_for_mode`] waits for a server's); they start the JVMs on a blocking
 //!   thread ([`blocking`]), not on the runtime's, and fail a test with one line that says how to
 //!   install ZooKeeper when it is missing ([`started`]).
 //! - Sessions: [`builder`] ([`SESSION_TIMEOUT`], [`REQUEST_TIMEOUT`]), [`connect`],
 //!   [`connect_with`] and [`sessions`], each connect bounded by [`CONNECT_LIMIT`];
-//!   [`connect_proxied`] puts a session behind its own [`FaultProxy`] ([`Proxied`]).
+//!   [`connect_proxied`] puts a session behind its own [`FaultProxy`] ([`Proxied`]), and
+//!   [`proxied_sessions`] does so for `n` sessions; [`expire_session`] expires one.
 //! - Bounded waits, which panic with what they waited for: [`within`] (a future), [`join`] (a
 //!   task), [`eventually`] (a polled condition), [`wait_for_state`] and [`wait_state`] (the
 //!   session state), [`wait_children`] and [`poll_children`] (a listing); [`StateLog`] records
-//!   every state a session goes through.
-//! - Nodes: [`children`], [`mkdirs`], [`create_node`] and [`read_tree`] (a whole subtree, to compare a cache
-//!   with).
+//!   every state a session goes through; [`next_change`] is a persistent watch's next event
+//!   that is not a connection marker.
+//! - Connection attempts: [`largest_reconnect_wait`] (the reconnect backoff's cap) and
+//!   [`assert_dials_no_more`], a window of observation bounded by it.
+//! - Nodes: [`children`], [`mkdirs`], [`create_node`], [`set_node`] and [`read_tree`] (a whole
+//!   subtree); a cache is compared with the server as [`NodeSeen`]s ([`node_seen`],
+//!   [`tree_seen`]).
 //! - Dynamic reconfiguration, on a [`DynamicEnsemble`] from [`start_dynamic_ensemble`]:
 //!   [`add_member`], [`remove_member`] and [`replace_member`] change the membership with
 //!   `reconfig` and wait, at most [`RECONFIG_LIMIT`], through the leader's documented
@@ -48,14 +54,19 @@ use bytes::Bytes;
 use tokio::sync::MutexGuard;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zk_proto::jute::ReconfigRequest;
-use zk_proto::{Client, ClientBuilder, CreateOptions, SessionState, Stat};
+use zk_proto::session::Backoff;
+use zk_proto::{
+    Client, ClientBuilder, CreateOptions, EventType, PersistentWatcher, SessionState, Stat,
+};
 
-use crate::dynamic::membership_lines;
 use crate::fault::FaultProxy;
-use crate::{
-    DynamicEnsemble, DynamicEnsembleBuilder, Ensemble, EnsembleBuilder, ZkServer, ZkServerBuilder,
-    started,
+use crate::{Ensemble, EnsembleBuilder, Mode, ZkServer, ZkServerBuilder, started};
+
+mod reconfig;
+
+pub use reconfig::{
+    CONFIG_NODE, RECONFIG_LIMIT, add_member, read_config, reconfig, remove_member, replace_member,
+    start_dynamic_ensemble,
 };
 
 /// The `tickTime` of [`server_builder`] and [`start_server`]: session timeouts from 1 s (two
@@ -117,6 +128,39 @@ pub async fn start_server_with(builder: ZkServerBuilder) -> ZkServer {
 /// As [`start_server`].
 pub async fn start_ensemble(builder: EnsembleBuilder) -> Arc<Ensemble> {
     Arc::new(started(blocking(move || builder.start()).await))
+}
+
+/// `builder` with read-only mode on (`readonlymode.enabled`): a server that lost its quorum
+/// serves read-only clients. Local sessions too: since ZOOKEEPER-3863/3864 (3.7) a read-only
+/// server creates local sessions only, and without them a session request waits for ever for
+/// a global session.
+pub fn read_only_ensemble(builder: EnsembleBuilder) -> EnsembleBuilder {
+    builder
+        .system_property("readonlymode.enabled", true)
+        .config("localSessionsEnabled", true)
+        .config("localSessionsUpgradingEnabled", true)
+}
+
+/// Polls (every 50 ms, on a blocking thread: a four-letter command) until server `i` of
+/// `ensemble` reports `mode`, at most `limit`.
+///
+/// # Panics
+///
+/// When it does not in time (the message names the mode it reports).
+pub async fn wait_for_mode(ensemble: &Arc<Ensemble>, i: usize, mode: Mode, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let e = ensemble.clone();
+        let now = blocking(move || e.server(i).mode()).await;
+        if now.as_ref().is_ok_and(|m| *m == mode) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server {i} not {mode} within {limit:?}; now {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Runs a blocking call (a start, a kill, a restart, a four-letter command) on tokio's
@@ -192,6 +236,20 @@ pub async fn connect_proxied(target: SocketAddr, builder: ClientBuilder) -> Prox
         .unwrap_or_else(|e| panic!("start a fault proxy to {target}: {e}"));
     let client = connect_with(builder, &proxy.connect_string()).await;
     Proxied { proxy, client }
+}
+
+/// `n` sessions made by `builder`, each behind its own [`FaultProxy`] to `target` (as
+/// [`connect_proxied`], one after the other), so that each alone can be cut off.
+pub async fn proxied_sessions(
+    target: SocketAddr,
+    builder: ClientBuilder,
+    n: usize,
+) -> Vec<Proxied> {
+    let mut all = Vec::with_capacity(n);
+    for _ in 0..n {
+        all.push(connect_proxied(target, builder.clone()).await);
+    }
+    all
 }
 
 /// Expires the session of `client` on the server now, as a session timeout would: another
@@ -277,6 +335,23 @@ pub async fn wait_state(
     state.unwrap_or_else(|_| panic!("the client is gone; state {:?}", client.state()))
 }
 
+/// The next event of the persistent watch `watch` that is not a connection marker (the
+/// `NONE` events that say the connection went or came back), as (type, path), at most 10 s.
+///
+/// # Panics
+///
+/// When the watch ends or no such event comes in time.
+pub async fn next_change(watch: &mut PersistentWatcher) -> (EventType, String) {
+    loop {
+        let event = within("a persistent watch's event", CALL_LIMIT, watch.next())
+            .await
+            .unwrap_or_else(|e| panic!("the persistent watch ended: {e}"));
+        if event.event_type != EventType::NONE {
+            return (event.event_type, event.path);
+        }
+    }
+}
+
 /// Every state a client goes through, with the instant it was seen (recorded by a task that
 /// ends with the client's last state: a terminal one, but for `Expired` when the client
 /// renews expired sessions).
@@ -321,6 +396,36 @@ impl StateLog {
             .find(|s| s.0 == state)
             .map(|s| s.1)
     }
+}
+
+// ----- connection attempts -----
+
+/// The longest a client with the default reconnect backoff ([`Backoff::default`], the
+/// builder's) waits between two connection attempts, for session timeout `session_timeout`:
+/// the backoff's cap ([`Backoff::cap`]).
+pub fn largest_reconnect_wait(session_timeout: Duration) -> Duration {
+    Backoff::default().cap(session_timeout)
+}
+
+/// Asserts that a client whose session has ended (session timeout `session_timeout`, the
+/// default backoff) dials no more: `attempts` (a count of its connection attempts, such as
+/// [`FaultProxy::accepted`]) does not grow over a window of observation of two
+/// [`largest_reconnect_wait`]s. The window is bounded by the client's own timer: a client that
+/// still dialed would dial within one of them. A negative window, not a wait for an event.
+///
+/// # Panics
+///
+/// When `attempts` grew.
+pub async fn assert_dials_no_more(session_timeout: Duration, attempts: impl Fn() -> u64) {
+    let before = attempts();
+    tokio::time::sleep(2 * largest_reconnect_wait(session_timeout)).await;
+    let after = attempts();
+    assert_eq!(
+        after,
+        before,
+        "{} connection attempts after the session ended",
+        after - before
+    );
 }
 
 // ----- nodes -----
@@ -415,6 +520,18 @@ pub async fn create_node(client: &Client, path: &str, data: &str) {
         .unwrap_or_else(|e| panic!("create {path}: {e}"));
 }
 
+/// Sets the data of `path` to `data`, whatever its version.
+///
+/// # Panics
+///
+/// On any error, or when the call takes more than 10 s.
+pub async fn set_node(client: &Client, path: &str, data: &str) {
+    let set = client.set_data(path, data.to_owned(), None);
+    within("setData", CALL_LIMIT, set)
+        .await
+        .unwrap_or_else(|e| panic!("set {path}: {e}"));
+}
+
 /// Every node of the subtree at `root` with its data and Stat, read one node at a time (none
 /// when `root` does not exist). A node deleted while it is read is left out; call it when
 /// nothing changes the subtree, after `sync` for the leader's latest.
@@ -448,215 +565,40 @@ pub async fn read_tree(
     tree
 }
 
-// ----- dynamic reconfiguration -----
+/// A node as a cache is compared with the server: its data (none where not kept), czxid,
+/// mzxid, version and ephemeral owner: what a cache keeps current.
+pub type NodeSeen = (Option<Bytes>, i64, i64, i32, i64);
 
-/// How long [`reconfig`], [`add_member`], [`remove_member`] and [`replace_member`]'s reconfigs
-/// keep trying through the leader's transient answers (`ReconfigInProgress`,
-/// `NewConfigNoQuorum`) and lost replies before they give up.
-///
-/// Those answers are documented and expected, not flakiness: ZooKeeper runs one reconfig at
-/// a time, refuses one while no quorum of the new configuration is synced with the leader,
-/// and drops every client connection when the leader itself is removed (it hands
-/// leadership over), so a committed reconfig's reply can be lost. 30 s is far above the
-/// second or two a leader hand-off takes with the kit's `tickTime`.
-pub const RECONFIG_LIMIT: Duration = Duration::from_secs(30);
-
-/// The pause between two reconfig attempts.
-const RECONFIG_PAUSE: Duration = Duration::from_millis(100);
-
-/// The node that holds the ensemble's configuration.
-pub const CONFIG_NODE: &str = "/zookeeper/config";
-
-/// Starts the dynamic ensemble `builder` describes on a blocking thread and waits until every
-/// server serves and one leads ([`DynamicEnsemble::start`]). Shared, so that blocking calls
-/// on it (joiners, stops, waits) can go to [`blocking`].
-///
-/// # Panics
-///
-/// As [`start_server`].
-pub async fn start_dynamic_ensemble(builder: DynamicEnsembleBuilder) -> Arc<DynamicEnsemble> {
-    Arc::new(started(blocking(move || builder.start()).await))
-}
-
-/// Sends `request`, and sends it again (every 100 ms, at most [`RECONFIG_LIMIT`]) while the
-/// leader answers [`ReconfigInProgress`](zk_proto::Error::ReconfigInProgress) or
-/// [`NewConfigNoQuorum`](zk_proto::Error::NewConfigNoQuorum). Returns the new configuration
-/// and the Stat of [`CONFIG_NODE`], or the first other error, or the last of those two when
-/// the limit has passed. A reply lost with the connection is returned as the error it is
-/// ([`add_member`] and [`remove_member`] look up the outcome).
-///
-/// # Panics
-///
-/// When there is no answer within [`RECONFIG_LIMIT`].
-pub async fn reconfig(
-    client: &Client,
-    request: ReconfigRequest,
-) -> zk_proto::Result<(Bytes, Stat)> {
-    let deadline = Instant::now() + RECONFIG_LIMIT;
-    match reconfig_until(client, &request, deadline).await {
-        Some(result) => result,
-        None => panic!("reconfig {request:?}: no answer within {RECONFIG_LIMIT:?}"),
-    }
-}
-
-/// [`reconfig`] with a deadline; `None` when it passes without an answer.
-async fn reconfig_until(
-    client: &Client,
-    request: &ReconfigRequest,
-    deadline: Instant,
-) -> Option<zk_proto::Result<(Bytes, Stat)>> {
-    loop {
-        let result = tokio::time::timeout_at(deadline, client.reconfig(request.clone()))
-            .await
-            .ok()?;
-        match result {
-            Err(zk_proto::Error::ReconfigInProgress | zk_proto::Error::NewConfigNoQuorum)
-                if Instant::now() + RECONFIG_PAUSE < deadline =>
-            {
-                tokio::time::sleep(RECONFIG_PAUSE).await;
-            }
-            other => return Some(other),
-        }
-    }
-}
-
-/// The configuration the ensemble has committed: `sync` then `getData` of [`CONFIG_NODE`]
-/// (`server.N=...` lines and `version=...`), each call bounded by 10 s.
-///
-/// # Panics
-///
-/// On an error, or when a call takes longer.
-pub async fn read_config(client: &Client) -> String {
-    within(
-        "read the configuration",
-        2 * CALL_LIMIT,
-        try_read_config(client),
+/// The [`NodeSeen`] of a node with `data` and `stat`.
+pub fn node_seen(data: Option<Bytes>, stat: &Stat) -> NodeSeen {
+    (
+        data,
+        stat.czxid,
+        stat.mzxid,
+        stat.version,
+        stat.ephemeral_owner,
     )
-    .await
-    .unwrap_or_else(|e| panic!("read {CONFIG_NODE}: {e}"))
 }
 
-async fn try_read_config(client: &Client) -> zk_proto::Result<String> {
-    client.sync(CONFIG_NODE).await?;
-    let (data, _) = client.get_data(CONFIG_NODE).await?;
-    Ok(String::from_utf8_lossy(&data).into_owned())
-}
-
-/// Adds a server to the configuration: a reconfig with `joiningServers` = `server_line`
-/// (`server.N=host:quorum:election[:role];[host:]client`, as
-/// [`Joiner::server_line`](crate::Joiner::server_line)), then returns the new configuration.
-/// Waits through the leader's transient answers as [`reconfig`] does; when the reply is lost
-/// with the connection, reads [`CONFIG_NODE`] and is done when the line is there, else sends
-/// the reconfig again (adding a present server commits an unchanged configuration). All
-/// within [`RECONFIG_LIMIT`].
-///
-/// The new server should be running and synced ([`DynamicEnsemble::spawn_joiner`] waits for
-/// that): ZooKeeper does not check it, it only needs a quorum of the new configuration.
+/// The subtree at `root` as the leader has it (`sync` first, then [`read_tree`]), each node
+/// as a [`NodeSeen`], with its data when `data`.
 ///
 /// # Panics
 ///
-/// On any other error, or when the server is not in the configuration after
-/// [`RECONFIG_LIMIT`].
-pub async fn add_member(client: &Client, server_line: &str) -> String {
-    let line = if server_line.starts_with("server.") {
-        server_line.to_owned()
-    } else {
-        format!("server.{server_line}")
-    };
-    let request = ReconfigRequest {
-        joining_servers: Some(server_line.to_owned()),
-        leaving_servers: None,
-        new_members: None,
-        cur_config_id: -1,
-    };
-    let applied = |config: &str| membership_lines(config).iter().any(|(_, l)| *l == line);
-    change_membership(client, request, &format!("add {server_line}"), applied).await
-}
-
-/// Removes server `id` from the configuration: a reconfig with `leavingServers` = `id`, then
-/// returns the new configuration. Retries as [`add_member`] does; removing an absent server
-/// commits an unchanged configuration. The server keeps running as a non-voting follower:
-/// stop it once [`DynamicEnsemble::wait_for_membership`] holds (as [`replace_member`] does).
-///
-/// # Panics
-///
-/// On any other error, or when the server is still in the configuration after
-/// [`RECONFIG_LIMIT`].
-pub async fn remove_member(client: &Client, id: u32) -> String {
-    let request = ReconfigRequest {
-        joining_servers: None,
-        leaving_servers: Some(id.to_string()),
-        new_members: None,
-        cur_config_id: -1,
-    };
-    let applied = |config: &str| !membership_lines(config).iter().any(|(i, _)| *i == id);
-    change_membership(client, request, &format!("remove server {id}"), applied).await
-}
-
-async fn change_membership(
+/// As [`read_tree`], or when the sync fails or takes more than 10 s.
+pub async fn tree_seen(
     client: &Client,
-    request: ReconfigRequest,
-    what: &str,
-    applied: impl Fn(&str) -> bool,
-) -> String {
-    let deadline = Instant::now() + RECONFIG_LIMIT;
-    loop {
-        let error = match reconfig_until(client, &request, deadline).await {
-            Some(Ok((data, _))) => return String::from_utf8_lossy(&data).into_owned(),
-            Some(Err(e)) if e.is_outcome_unknown() => e,
-            Some(Err(e)) => panic!("{what}: {e}"),
-            None => panic!("{what}: no answer within {RECONFIG_LIMIT:?}"),
-        };
-        // The reply was lost (the leader hands over when it is removed, dropping every
-        // connection): the reconfig may have been committed. The read waits for the session
-        // to reconnect.
-        if let Ok(Ok(config)) = tokio::time::timeout_at(deadline, try_read_config(client)).await
-            && applied(&config)
-        {
-            return config;
-        }
-        assert!(
-            Instant::now() + RECONFIG_PAUSE < deadline,
-            "{what}: {error}, and {CONFIG_NODE} does not show it within {RECONFIG_LIMIT:?}"
-        );
-        tokio::time::sleep(RECONFIG_PAUSE).await;
-    }
-}
-
-/// Replaces server `old_id` with a new one and returns the new server's id:
-/// [`DynamicEnsemble::spawn_joiner`], [`add_member`] with its line, [`remove_member`] of
-/// `old_id`, then (on a blocking thread) [`DynamicEnsemble::wait_for_membership`] of the new
-/// configuration, a graceful stop of `old_id`, and [`DynamicEnsemble::wait_for_leader`].
-///
-/// `client` may be connected to `old_id`; give it a connect string with other servers too,
-/// so that it moves when `old_id` stops.
-///
-/// # Panics
-///
-/// When a step fails (the joiner does not start, a reconfig fails, the live servers do not
-/// all run with the new configuration within the startup timeout, no leader after the
-/// stop), or when `ensemble` started no server `old_id`.
-pub async fn replace_member(ensemble: &Arc<DynamicEnsemble>, client: &Client, old_id: u32) -> u32 {
-    // Fail before starting anything when the id is not the ensemble's.
-    drop(ensemble.member(old_id));
-    let e = Arc::clone(ensemble);
-    let joiner = started(blocking(move || e.spawn_joiner()).await);
-    add_member(client, &joiner.server_line).await;
-    let config = remove_member(client, old_id).await;
-    let ids: Vec<u32> = membership_lines(&config)
-        .iter()
-        .map(|(id, _)| *id)
-        .collect();
-    let e = Arc::clone(ensemble);
-    blocking(move || {
-        e.wait_for_membership(&ids)
-            .unwrap_or_else(|err| panic!("replace server {old_id}: {err}"));
-        e.stop(old_id);
-        e.wait_for_leader()
-            .unwrap_or_else(|err| panic!("replace server {old_id}: {err}"));
-    })
-    .await;
-    joiner.id
+    root: &str,
+    data: bool,
+) -> std::collections::BTreeMap<String, NodeSeen> {
+    within("sync", CALL_LIMIT, client.sync(root))
+        .await
+        .unwrap_or_else(|e| panic!("sync {root}: {e}"));
+    read_tree(client, root)
+        .await
+        .into_iter()
+        .map(|(path, (bytes, stat))| (path, node_seen(data.then_some(bytes), &stat)))
+        .collect()
 }
 
 // ----- one at a time -----
