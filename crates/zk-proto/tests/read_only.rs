@@ -11,25 +11,10 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zk_proto::{CreateOptions, Error, SessionState};
-use zk_testkit::client::{blocking, builder, connect, start_ensemble, wait_for_state};
+use zk_testkit::client::{
+    blocking, builder, connect, read_only_ensemble, start_ensemble, wait_for_mode, wait_for_state,
+};
 use zk_testkit::{Ensemble, Mode};
-
-/// Polls (bounded) until server `i` reports `mode`.
-async fn wait_for_mode(ensemble: &Arc<Ensemble>, i: usize, mode: Mode, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let e = ensemble.clone();
-        let now = blocking(move || e.server(i).mode()).await;
-        if now.as_ref().is_ok_and(|m| *m == mode) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "server {i} not {mode} within {within:?}; now {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// A stand-in for a server on its way to read/write, in front of `target`: it answers the
 /// first `ro_answers` `isro` probes with `ro` itself, then forwards every connection (probes
@@ -74,15 +59,7 @@ async fn read_only_clients_use_a_partitioned_server_and_find_a_read_write_one() 
     let started = Instant::now();
     // A standalone server, the read/write server the gate leads to, starts meanwhile.
     let standalone = tokio::spawn(support::server());
-    let ensemble = start_ensemble(
-        Ensemble::builder(3)
-            .system_property("readonlymode.enabled", true)
-            // Since ZOOKEEPER-3863/3864 (3.7) a read-only server creates local sessions
-            // only; without them a session request waits forever for a global session.
-            .config("localSessionsEnabled", true)
-            .config("localSessionsUpgradingEnabled", true),
-    )
-    .await;
+    let ensemble = start_ensemble(read_only_ensemble(Ensemble::builder(3))).await;
     let e = ensemble.clone();
     let leader = blocking(move || e.wait_for_leader().expect("leader")).await;
     // The survivor is a follower: it sees the leader die at once (a dying follower is noticed

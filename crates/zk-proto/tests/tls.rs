@@ -3,11 +3,16 @@
 //! certificates, and a second CA nobody trusts), `ssl.clientAuth` none, want and need.
 //!
 //! Every failure is checked for its typed error, for ending in bounded time (long before the
-//! connect timeout), and for not storming the server (attempts counted).
+//! connect timeout), and for not storming the server (attempts counted). A refusal on a
+//! reconnection (the proxy switched to an untrusted server): the workspace's
+//! `tests/tests/fault_client/tls.rs`.
 #![cfg(feature = "tls")]
+
+mod support;
 
 use std::time::{Duration, Instant};
 
+use support::tls::{FAILS_WITHIN, certs, mutual, secure, tls_server, trusting};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use zk_proto::{
@@ -15,39 +20,13 @@ use zk_proto::{
     TlsFailure, TlsOptions,
 };
 use zk_testkit::client::{
-    blocking, builder, connect_with, server_builder, start_ensemble, start_server_with,
-    wait_for_state, within,
+    blocking, builder, connect_with, read_only_ensemble, server_builder, start_ensemble,
+    start_server_with, wait_for_mode, wait_for_state, within,
 };
-use zk_testkit::fault::FaultProxy;
-use zk_testkit::{ClientAuth, Ensemble, TestCerts, ZkServer};
+use zk_testkit::{ClientAuth, Ensemble, Mode, TestCerts};
 
 /// How long an event may take.
 const EVENT_WAIT: Duration = Duration::from_secs(5);
-/// A permanent failure must end `connect` well before this (the connect timeout of these
-/// tests is 20 s, far above it).
-const FAILS_WITHIN: Duration = Duration::from_secs(5);
-
-async fn tls_server(client_auth: ClientAuth) -> ZkServer {
-    start_server_with(server_builder().tls(client_auth)).await
-}
-
-fn certs(server: &ZkServer) -> &TestCerts {
-    server.tls_certs().expect("a TLS server")
-}
-
-fn secure(server: &ZkServer) -> String {
-    server.tls_connect_string().expect("a TLS server")
-}
-
-/// Trusts the test CA; no client certificate.
-fn trusting(certs: &TestCerts) -> TlsOptions {
-    TlsOptions::new().ca_pem_file(certs.ca())
-}
-
-/// Trusts the test CA and presents the client certificate it issued.
-fn mutual(certs: &TestCerts) -> TlsOptions {
-    trusting(certs).client_cert_pem_files(certs.client_cert(), certs.client_key())
-}
 
 /// Connects with `options`, expecting it to fail for good: returns the TLS failure, after
 /// checking that it came fast and after one attempt per host.
@@ -472,63 +451,6 @@ async fn a_session_survives_a_server_restart_over_tls() {
 }
 
 #[tokio::test]
-async fn a_tls_refusal_on_reconnection_ends_the_session_naming_it() {
-    // The client reaches its server through a proxy; then the proxy leads to another TLS
-    // server whose certificate comes from a CA the client does not trust (a certificate
-    // rotation gone wrong): every reconnection is refused for good. The session must end
-    // with that failure, not with a bare expiry that hides it.
-    let (trusted, untrusted) =
-        tokio::join!(tls_server(ClientAuth::None), tls_server(ClientAuth::None));
-    let secure_addr = |server: &ZkServer| -> std::net::SocketAddr {
-        ([127, 0, 0, 1], server.secure_port().expect("TLS")).into()
-    };
-    let proxy = FaultProxy::start(secure_addr(&trusted))
-        .await
-        .expect("proxy");
-    let session_timeout = Duration::from_secs(4);
-    let client = connect_with(
-        builder()
-            .session_timeout(session_timeout)
-            .tls(trusting(certs(&trusted)).server_name("localhost")),
-        &proxy.connect_string(),
-    )
-    .await;
-    let mut states = client.state_watcher();
-    proxy.set_target(secure_addr(&untrusted));
-    proxy.cut();
-    let cut = Instant::now();
-    within("the session's end", Duration::from_secs(20), async {
-        while !states.borrow_and_update().is_terminal() {
-            if states.changed().await.is_err() {
-                break;
-            }
-        }
-    })
-    .await;
-    let elapsed = cut.elapsed();
-    assert_eq!(client.state(), SessionState::Closed);
-    let error = client.ended_with().expect("ended");
-    assert!(
-        matches!(
-            error.tls_failure(),
-            Some(TlsFailure::UntrustedCertificate { .. })
-        ),
-        "the cause is the refusal: {error}"
-    );
-    assert!(error.is_terminal(), "{error}");
-    // Retried until the session would have expired (the servers may be fixed meanwhile),
-    // then ended at once.
-    assert!(
-        elapsed >= session_timeout.mul_f32(0.6) && elapsed < session_timeout * 3,
-        "ended {elapsed:?} after the cut"
-    );
-    // Every call gets the same error.
-    let call = client.exists("/").await.expect_err("the session is over");
-    assert_eq!(call, error);
-    assert!(proxy.accepted() >= 2, "reconnections were tried");
-}
-
-#[tokio::test]
 async fn a_session_moves_to_another_server_of_a_tls_ensemble() {
     let ensemble: std::sync::Arc<Ensemble> =
         start_ensemble(Ensemble::builder(3).tls(ClientAuth::Need)).await;
@@ -619,13 +541,9 @@ async fn a_read_only_client_finds_a_read_write_server_over_tls() {
     // only. The `isro` probes must go over TLS (a plaintext probe to a secure port gets the
     // connection closed), and the session moves there.
     let standalone = tokio::spawn(tls_server(ClientAuth::None));
-    let ensemble = start_ensemble(
-        Ensemble::builder(3)
-            .tls(ClientAuth::None)
-            .system_property("readonlymode.enabled", true)
-            .config("localSessionsEnabled", true)
-            .config("localSessionsUpgradingEnabled", true),
-    )
+    let ensemble = start_ensemble(read_only_ensemble(
+        Ensemble::builder(3).tls(ClientAuth::None),
+    ))
     .await;
     let e = ensemble.clone();
     let leader = blocking(move || e.wait_for_leader().expect("leader")).await;
@@ -633,21 +551,7 @@ async fn a_read_only_client_finds_a_read_write_server_over_tls() {
     for i in (0..3).filter(|&i| i != survivor) {
         ensemble.kill(i);
     }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let e = ensemble.clone();
-        if blocking(move || e.server(survivor).mode())
-            .await
-            .is_ok_and(|mode| mode == zk_testkit::Mode::ReadOnly)
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the survivor never went read-only"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_mode(&ensemble, survivor, Mode::ReadOnly, Duration::from_secs(15)).await;
     let standalone = standalone.await.expect("standalone server");
     let options = trusting(ensemble.tls_certs().expect("TLS")).ca_pem_file(certs(&standalone).ca());
     let survivor_port = ensemble.server(survivor).secure_port().expect("TLS");

@@ -6,36 +6,22 @@
 //! certificate the server does not trust is refused by the server, once.
 #![cfg(feature = "tls")]
 
+mod support;
+
 use std::time::{Duration, Instant};
 
+use support::tls::{FAILS_WITHIN, certs, secure, tls_server, trusting};
 use zk_proto::{
     ClientBuilder, CreateOptions, Error, SessionState, TlsConfigError, TlsFailure, TlsOptions,
 };
-use zk_testkit::client::{builder, connect_with, server_builder, start_server_with, within};
+use zk_testkit::client::{builder, connect_with, within};
 use zk_testkit::{ClientAuth, Pkcs12Tool, TestCerts, ZkServer};
 
 /// The password the bundles and keys are written with (keytool wants 6 characters or more).
 const PASSWORD: &str = "tr0ub4dor&3 horse";
 
-/// A permanent failure must end `connect` well before this (the connect timeout of these
-/// tests is 20 s, far above it).
-const FAILS_WITHIN: Duration = Duration::from_secs(5);
-
 async fn server_needing_a_client_certificate() -> ZkServer {
-    start_server_with(server_builder().tls(ClientAuth::Need)).await
-}
-
-fn certs(server: &ZkServer) -> &TestCerts {
-    server.tls_certs().expect("a TLS server")
-}
-
-fn secure(server: &ZkServer) -> String {
-    server.tls_connect_string().expect("a TLS server")
-}
-
-/// Trusts the test CA.
-fn trusting(certs: &TestCerts) -> TlsOptions {
-    TlsOptions::new().ca_pem_file(certs.ca())
+    tls_server(ClientAuth::Need).await
 }
 
 /// A session's requests work, and the server authenticated the test CA's client certificate

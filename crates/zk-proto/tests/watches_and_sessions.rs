@@ -1,19 +1,14 @@
-//! Watches, reconnects, expiry and failover against real ZooKeeper 3.8 servers.
+//! Watches and sessions against a real ZooKeeper 3.8 server: one-shot and persistent
+//! watches, chroot paths in events, removing watches, a persistent watcher as a stream, and
+//! the state right after `detach`. The same under faults (a cut, an expiry, a renewal, a dead
+//! server) is in the workspace's `tests/tests/fault_client/`.
 
 mod support;
 
 use std::time::Duration;
 
-use zk_proto::{
-    AddWatchMode, CreateOptions, Error, EventType, KeeperState, SessionState, WatchedEvent,
-    WatcherType,
-};
-use zk_testkit::Ensemble;
-use zk_testkit::client::{
-    StateLog, builder, connect, connect_with, expire_session, start_ensemble, start_server,
-    wait_for_state, wait_state, within,
-};
-use zk_testkit::fault::FaultProxy;
+use zk_proto::{AddWatchMode, CreateOptions, Error, EventType, SessionState, WatcherType};
+use zk_testkit::client::{connect, start_server, within};
 
 /// How long an event (or a call queued while disconnected) may take.
 const EVENT_WAIT: Duration = Duration::from_secs(5);
@@ -132,188 +127,6 @@ async fn persistent_recursive_watches_stream_until_removed() {
         within("the event", EVENT_WAIT, watch.next()).await,
         Err(Error::Closed)
     );
-}
-
-#[tokio::test]
-async fn a_change_made_while_cut_off_fires_after_reconnect() {
-    let server = support::server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = connect(&proxy.connect_string()).await;
-    let other = connect(&server.connect_string()).await;
-    client
-        .create("/cut", "0", &CreateOptions::persistent())
-        .await
-        .expect("create");
-    let (_, _, watch) = client.get_data_watch("/cut").await.expect("getData");
-    let mut persistent = client
-        .add_watch("/cut", AddWatchMode::PERSISTENT)
-        .await
-        .expect("addWatch");
-    let session = client.session_id();
-    let marker = |state| WatchedEvent {
-        event_type: EventType::NONE,
-        state,
-        path: String::new(),
-    };
-
-    proxy.isolate();
-    wait_for_state(&client, SessionState::Disconnected, EVENT_WAIT).await;
-    // The persistent watcher is told that events may be missed from here on.
-    assert_eq!(
-        within("the lost marker", EVENT_WAIT, persistent.next()).await,
-        Ok(marker(KeeperState::DISCONNECTED))
-    );
-    // Queued while disconnected; sent after the watches are re-armed.
-    let queued = client.get_data("/cut");
-    other
-        .set_data("/cut", "1", None)
-        .await
-        .expect("change while cut off");
-    proxy.restore();
-
-    let event = within("the event", EVENT_WAIT, watch.changed())
-        .await
-        .expect("fired after reconnect");
-    assert_eq!(event.event_type, EventType::NODE_DATA_CHANGED);
-    assert_eq!(
-        &within("the queued call", EVENT_WAIT, queued)
-            .await
-            .expect("queued call")
-            .0[..],
-        b"1"
-    );
-    assert_eq!(client.state(), SessionState::Connected);
-    assert_eq!(client.session_id(), session, "same session");
-    // ... and that the watch is armed again: what follows comes from the new connection.
-    assert_eq!(
-        within("the ready marker", EVENT_WAIT, persistent.next()).await,
-        Ok(marker(KeeperState::SYNC_CONNECTED))
-    );
-}
-
-#[tokio::test]
-async fn a_session_cut_off_past_its_timeout_expires_and_its_ephemerals_vanish() {
-    let server = support::server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = connect(&proxy.connect_string()).await;
-    let other = connect(&server.connect_string()).await;
-    client
-        .create("/gone", "", &CreateOptions::ephemeral())
-        .await
-        .expect("create");
-    let (_, _, lost) = client.get_data_watch("/gone").await.expect("getData");
-    let (_, deleted) = other.exists_watch("/gone").await.expect("exists");
-
-    proxy.isolate();
-    // The server expires the session after 4 s without hearing from it.
-    let event = tokio::time::timeout(Duration::from_secs(15), deleted.changed())
-        .await
-        .expect("the ensemble expired the session")
-        .expect("event");
-    assert_eq!(event.event_type, EventType::NODE_DELETED);
-    // Cut off for the whole timeout, the client reports the expiry itself.
-    wait_for_state(&client, SessionState::Expired, Duration::from_secs(10)).await;
-    assert_eq!(
-        within("the lost watch", EVENT_WAIT, lost.changed()).await,
-        Err(Error::SessionExpired)
-    );
-    assert_eq!(client.get_data("/gone").await, Err(Error::SessionExpired));
-    proxy.restore();
-}
-
-#[tokio::test]
-async fn a_renewing_client_reports_the_expiry_then_goes_on_with_a_new_session() {
-    let server = support::server().await;
-    let cs = server.connect_string();
-    let client = connect_with(builder().renew_expired_sessions(true), &cs).await;
-    let other = connect(&cs).await;
-    assert!(client.renews_expired_sessions());
-    client
-        .create("/eph", "", &CreateOptions::ephemeral())
-        .await
-        .expect("create");
-    let (_, _, lost) = client.get_data_watch("/eph").await.expect("getData");
-    let log = StateLog::record(&client);
-    let old = client.session_id();
-
-    expire_session(&client, &cs).await;
-    // The expiry first, in full: the watch is lost with it.
-    assert_eq!(
-        within("the lost watch", EVENT_WAIT, lost.changed()).await,
-        Err(Error::SessionExpired)
-    );
-    // Then a new session on the same handle.
-    wait_state(&client, EVENT_WAIT, |s| {
-        s == SessionState::Connected && client.session_id() != old
-    })
-    .await;
-    let new = client.session_id();
-    assert_ne!(new, 0);
-    // A state watcher keeps the latest state only, so `Expired` may be skipped; what it
-    // sees is in order and ends in the new session.
-    let mut states = log.states();
-    states.retain(|s| *s != SessionState::Expired);
-    assert!(
-        states.ends_with(&[
-            SessionState::Disconnected,
-            SessionState::Connecting,
-            SessionState::Connected
-        ]),
-        "{:?}",
-        log.states()
-    );
-    assert!(
-        !log.states()
-            .iter()
-            .any(|s| matches!(s, SessionState::Closed | SessionState::AuthFailed)),
-        "{:?}",
-        log.states()
-    );
-    // The old session's ephemeral is gone; the new session works and owns what it creates.
-    assert_eq!(client.exists("/eph").await.expect("exists"), None);
-    client
-        .create("/eph", "", &CreateOptions::ephemeral())
-        .await
-        .expect("create on the new session");
-    let seen = other
-        .exists("/eph")
-        .await
-        .expect("exists")
-        .expect("the node");
-    assert_eq!(seen.ephemeral_owner, new);
-    client.close().await.expect("close");
-    assert_eq!(client.state(), SessionState::Closed);
-}
-
-#[tokio::test]
-async fn a_session_moves_to_another_server_when_its_server_dies() {
-    // Started with one leader (`Ensemble::start`).
-    let ensemble = start_ensemble(Ensemble::builder(3)).await;
-    let client = builder()
-        .session_timeout(Duration::from_secs(10))
-        .keep_host_order(true)
-        .connect(&ensemble.connect_string())
-        .await
-        .expect("connect");
-    client
-        .create("/eph", "", &CreateOptions::ephemeral())
-        .await
-        .expect("create");
-    let session = client.session_id();
-    // With the order kept, the client is on the first server.
-    ensemble.kill(0);
-    wait_for_state(&client, SessionState::Disconnected, Duration::from_secs(10)).await;
-    wait_for_state(&client, SessionState::Connected, Duration::from_secs(20)).await;
-    assert_eq!(client.session_id(), session);
-    assert!(
-        client.exists("/eph").await.expect("exists").is_some(),
-        "the ephemeral survived"
-    );
-    let (path, _) = client
-        .create("/after", "", &CreateOptions::persistent())
-        .await
-        .expect("writes work on the new server");
-    assert_eq!(path, "/after");
 }
 
 #[tokio::test]

@@ -111,7 +111,9 @@ async fn connect_without_a_timeout_waits_until_a_server_answers() {
         .connect_timeout(None);
     let connect_string = proxy.connect_string();
     let connecting = tokio::spawn(async move { builder.connect(&connect_string).await });
-    // A window of observation of three session timeouts: still trying, not given up.
+    // The refusal's duration (the schedule of the fault): three session timeouts, past the
+    // connect timeout a default client would have (the session timeout). Still trying, not
+    // given up.
     tokio::time::sleep(session_timeout * 3).await;
     assert!(!connecting.is_finished(), "connect gave up");
     assert!(proxy.accepted() >= 3, "{} attempts", proxy.accepted());

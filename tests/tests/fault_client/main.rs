@@ -5,7 +5,10 @@
 //! - Against real servers behind a [`FaultProxy`]: 10,000 requests in flight through a cut;
 //!   a whole unreachable server (deadlines, client-side expiry, bounded reconnect rate); a
 //!   child list over the client's frame limit; 10,000 watches whose re-registration exceeds
-//!   1 MiB across a server restart; a reconnection that the server accepts and never answers.
+//!   1 MiB across a server restart; a reconnection that the server accepts and never answers;
+//!   watches through a cut and a frozen connection; a session expired by isolating it, and a
+//!   renewal after an expiry; a TLS refusal on reconnection.
+//! - Against a real ensemble: a session moves to another server when its server dies.
 //!
 //! Every wait is bounded ([`GUARD`] or a bound derived from the client's timers), so a bug
 //! fails a test instead of hanging it. The tests that start a JVM take the kit's `serial()`
@@ -14,9 +17,12 @@
 //! This file holds what the tests share; they are in one module per kind of fault.
 
 mod connect_and_close;
+mod expiry;
 mod hostile;
 mod reconnects;
+mod tls;
 mod volume;
+mod watches;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +41,10 @@ use zk_testkit::fault::{FIXED_DATA, FaultProxy, HUGE_LENGTH, HostileServer, Misb
 
 /// The hang guard of a single step.
 const GUARD: Duration = Duration::from_secs(30);
+
+/// How long a watch event (or a call queued while disconnected) may take once the session is
+/// connected again.
+const EVENT_WAIT: Duration = Duration::from_secs(5);
 
 /// The session timeout of the hostile tests: a read timeout (2T/3) of 8 s, far above
 /// [`PROMPT`], so a prompt reaction cannot be the read timeout firing.
