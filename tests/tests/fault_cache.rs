@@ -14,16 +14,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::time::Instant;
 use zk_proto::{Client, CreateOptions, Error, SessionState};
 use zk_recipes::Error as RecipeError;
 use zk_recipes::cache::{CacheEvent, CacheEvents, Snapshot, TreeCache};
 use zk_testkit::Ensemble;
 use zk_testkit::client::{
-    StateLog, blocking, builder, connect, connect_proxied, connect_with, create_node,
-    expire_session, mkdirs, read_tree, start_ensemble, start_server, wait_for_state, wait_state,
-    within,
+    NodeSeen, StateLog, blocking, builder, connect, connect_proxied, connect_with, create_node,
+    expire_session, mkdirs, node_seen as seen, start_ensemble, start_server, tree_seen,
+    wait_for_state, wait_state, within,
 };
 use zk_testkit::fault::FaultProxy;
 
@@ -33,8 +32,8 @@ const WITHIN: Duration = Duration::from_secs(30);
 // Support: what the cache holds, what the server holds, and the model the events build.
 // ---------------------------------------------------------------------------------------------
 
-/// A node as compared: data, czxid, mzxid, version, ephemeral owner.
-type Seen = (Option<Bytes>, i64, i64, i32, i64);
+/// A node as compared (the kit's [`NodeSeen`]).
+type Seen = NodeSeen;
 
 fn cached(snapshot: &Snapshot) -> BTreeMap<String, Seen> {
     snapshot
@@ -43,20 +42,9 @@ fn cached(snapshot: &Snapshot) -> BTreeMap<String, Seen> {
         .collect()
 }
 
-fn seen(data: Option<Bytes>, s: &zk_proto::Stat) -> Seen {
-    (data, s.czxid, s.mzxid, s.version, s.ephemeral_owner)
-}
-
 /// The server's subtree at `root`, as the leader has it (`sync` first).
 async fn on_server(client: &Client, root: &str) -> BTreeMap<String, Seen> {
-    within("sync", WITHIN, client.sync(root))
-        .await
-        .expect("sync");
-    read_tree(client, root)
-        .await
-        .into_iter()
-        .map(|(path, (data, stat))| (path, seen(Some(data), &stat)))
-        .collect()
+    tree_seen(client, root, true).await
 }
 
 /// The tree the events describe, starting from a snapshot; every event is checked against it:

@@ -1,15 +1,16 @@
 //! The lock recipes against a real ZooKeeper 3.8 server: mutual exclusion, FIFO order and
-//! fencing, expiry, cancellation, lost replies, containers, the read-write lock and the
-//! semaphore. The interplay with Apache Curator's locks is in `lock_interop.rs`.
+//! fencing, cancellation, containers, the hand-over to a queued waiter (requests counted by a
+//! proxy, no fault), the read-write lock and the semaphore. The interplay with Apache
+//! Curator's locks is in `lock_interop.rs`; the lock under faults (expiry, lost replies, cuts,
+//! freezes) in the workspace's `tests/tests/fault_lock/`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use zk_proto::SessionState;
 use zk_proto::jute::OpCode;
 use zk_recipes::Error;
-use zk_recipes::lock::{Lock, ReadWriteLock, Semaphore, Validity};
+use zk_recipes::lock::{Lock, ReadWriteLock, Semaphore};
 use zk_testkit::client::{builder, connect, connect_with, poll_children, serial, start_server};
 use zk_testkit::fault::FaultProxy;
 
@@ -75,68 +76,6 @@ async fn mutual_exclusion_fifo_and_fencing_under_contention() {
             .await
             .is_empty()
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_node_is_gone() {
-    let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let holder_client = connect(&proxy.connect_string()).await;
-    let waiter_client = connect(&server.connect_string()).await;
-    let holder = Lock::new(&holder_client, "/expiry/lock")
-        .acquire(None)
-        .await
-        .expect("holder acquires");
-    assert_eq!(holder.validity(), Validity::Held);
-    let holder_node = holder.node().to_owned();
-    let waiter = {
-        let lock = Lock::new(&waiter_client, "/expiry/lock");
-        tokio::spawn(async move { lock.acquire(None).await })
-    };
-    // The waiter's node is queued behind the holder's: it must wait.
-    let queued = poll_children(
-        &waiter_client,
-        "/expiry/lock",
-        Duration::from_secs(5),
-        |c| c.len() == 2,
-    )
-    .await;
-    assert_eq!(queued.len(), 2);
-    assert!(!waiter.is_finished(), "the waiter must wait for the holder");
-
-    proxy.isolate();
-    let suspended = holder
-        .wait_lost(Some(Duration::from_secs(5)))
-        .await
-        .expect("loss reported");
-    assert_ne!(suspended, Validity::Held);
-    assert!(!holder.is_valid());
-
-    let guard = tokio::time::timeout(Duration::from_secs(20), waiter)
-        .await
-        .expect("waiter acquires after expiry")
-        .expect("task")
-        .expect("acquire");
-    // The holder's node was gone when the waiter got the lock.
-    assert_eq!(
-        waiter_client.exists(&holder_node).await.expect("exists"),
-        None
-    );
-    assert!(guard.fencing_token() > 0);
-
-    // The old holder learns it lost the lock for good (local expiry, the server is cut off).
-    let mut states = holder_client.state_watcher();
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        states.wait_for(|s| *s == SessionState::Expired),
-    )
-    .await
-    .expect("holder expires")
-    .expect("state");
-    assert_eq!(holder.validity(), Validity::Lost);
-    assert!(matches!(holder.release().await, Err(Error::Lost)));
-    guard.release().await.expect("release");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,58 +145,6 @@ async fn cancelled_and_timed_out_acquires_leave_no_node() {
             .await
             .is_empty()
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_create_reply_leaves_no_orphan() {
-    let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = connect(&proxy.connect_string()).await;
-    let observer = connect(&server.connect_string()).await;
-    let path = "/lost-reply/lock";
-    // Make sure the parent exists, so the first request of an acquire is the create.
-    drop(
-        Lock::new(&observer, path)
-            .acquire(None)
-            .await
-            .expect("warm up"),
-    );
-    assert!(
-        poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
-            .await
-            .is_empty()
-    );
-    let lock = Lock::new(&client, path);
-    for delay_us in [0u64, 200, 500, 1_000, 2_000, 5_000] {
-        let task = tokio::spawn({
-            let lock = lock.clone();
-            async move { lock.acquire(None).await }
-        });
-        tokio::time::sleep(Duration::from_micros(delay_us)).await;
-        proxy.isolate();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        proxy.restore();
-        let guard = tokio::time::timeout(Duration::from_secs(15), task)
-            .await
-            .expect("acquire after reconnect")
-            .expect("task")
-            .expect("acquire");
-        let children = observer.get_children(path).await.expect("list");
-        assert_eq!(
-            children.len(),
-            1,
-            "orphan after a cut at {delay_us} us: {children:?}"
-        );
-        assert!(guard.node().ends_with(&children[0]));
-        guard.release().await.expect("release");
-        assert!(
-            poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
-                .await
-                .is_empty()
-        );
-    }
-    assert_eq!(client.state(), SessionState::Connected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,17 +1,16 @@
 //! The persistent node against a real server: created again when someone deletes it and
 //! after its session expired (on a client that renews expired sessions), with the latest
 //! data; protected sequential names; a persistent node taken over; another session's
-//! ephemeral node waited out; the end without renewal; deletion on close.
+//! ephemeral node waited out; the end without renewal; deletion on close. A create whose
+//! reply is lost: the workspace's `tests/tests/fault_recipes/persistent_node.rs`.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use zk_proto::jute::OpCode;
 use zk_proto::{Client, CreateOptions, Stat};
 use zk_recipes::persistent::PersistentNode;
 use zk_testkit::client::{
-    builder, children, connect, connect_proxied, connect_with, expire_session, mkdirs,
-    start_server, within,
+    builder, children, connect, connect_with, expire_session, start_server, within,
 };
 
 const WITHIN: Duration = Duration::from_secs(20);
@@ -202,29 +201,4 @@ async fn without_renewal_the_node_ends_with_its_session() {
         node.close().await,
         Err(zk_recipes::Error::Zk(zk_proto::Error::SessionExpired))
     );
-}
-
-#[tokio::test]
-async fn a_create_whose_reply_is_lost_leaves_exactly_one_node_that_is_ours() {
-    let server = start_server().await;
-    let observer = connect(&server.connect_string()).await;
-    let cut = connect_proxied(server.addr(), builder()).await;
-    mkdirs(&observer, "/pn-lost").await;
-    for (name, sequential) in [("/pn-lost/plain", false), ("/pn-lost/seq-", true)] {
-        let armed = cut.proxy.cut_after_request(OpCode::CREATE2);
-        let mut node = PersistentNode::builder(&cut.client, name, "d").ephemeral();
-        if sequential {
-            node = node.sequential().protected();
-        }
-        let node = node.start();
-        within("the cut after the create", WITHIN, armed.fired()).await;
-        let path = node.wait_created(Some(WITHIN)).await.expect("created");
-        let listed = children(&observer, "/pn-lost").await;
-        assert_eq!(listed.len(), 1, "one node, not a duplicate: {listed:?}");
-        assert_eq!(format!("/pn-lost/{}", listed[0]), path);
-        let (_, stat) = observer.get_data(&path).await.expect("read");
-        assert_eq!(stat.ephemeral_owner, cut.client.session_id());
-        node.close().await.expect("close");
-        assert!(children(&observer, "/pn-lost").await.is_empty());
-    }
 }

@@ -12,30 +12,17 @@ use zk_proto::{Client, CreateOptions, WatcherType};
 use zk_recipes::Error;
 use zk_recipes::cache::{CacheEvent, CacheEvents, Depth, Keep, Snapshot, TreeCache};
 use zk_testkit::client::{
-    builder, connect, connect_with, create_node, eventually, mkdirs, read_tree, start_server,
-    within,
+    NodeSeen, builder, connect, connect_with, create_node, eventually, mkdirs, node_seen,
+    start_server, tree_seen, within,
 };
 use zk_testkit::fault::FaultProxy;
 
 const WITHIN: Duration = Duration::from_secs(20);
 
-/// The node's data and the Stat fields the cache keeps current.
-type Seen = (Option<Bytes>, i64, i64, i32, i64);
-
-fn from_snapshot(snapshot: &Snapshot) -> BTreeMap<String, Seen> {
+fn from_snapshot(snapshot: &Snapshot) -> BTreeMap<String, NodeSeen> {
     snapshot
         .nodes()
-        .map(|n| {
-            let s = n.stat();
-            let seen = (
-                n.data().cloned(),
-                s.czxid,
-                s.mzxid,
-                s.version,
-                s.ephemeral_owner,
-            );
-            (n.path().to_owned(), seen)
-        })
+        .map(|n| (n.path().to_owned(), node_seen(n.data().cloned(), n.stat())))
         .collect()
 }
 
@@ -45,17 +32,7 @@ async fn assert_mirrors(cache: &TreeCache, client: &Client, root: &str, data: bo
     within("cache sync", WITHIN, cache.sync(None))
         .await
         .expect("sync");
-    let server: BTreeMap<String, Seen> = read_tree(client, root)
-        .await
-        .into_iter()
-        .map(|(path, (bytes, s))| {
-            let bytes = data.then_some(bytes);
-            (
-                path,
-                (bytes, s.czxid, s.mzxid, s.version, s.ephemeral_owner),
-            )
-        })
-        .collect();
+    let server = tree_seen(client, root, data).await;
     assert_eq!(from_snapshot(&cache.snapshot()), server);
 }
 

@@ -1,5 +1,7 @@
 //! Cut connections: a create whose reply is lost, and a waiter cut off during the release.
 
+use zk_testkit::client::poll_children;
+
 use super::*;
 
 /// Scenario 3: a proxy cuts the connection right after the lock's create request
@@ -183,4 +185,61 @@ async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
     assert_eq!(children(&holder_client, path).await, vec![waiter_name]);
     release(granted).await;
     assert!(children(&holder_client, path).await.is_empty());
+}
+
+/// A cut at several moments of an acquire, the lock free (the create's reply may be lost):
+/// the acquire succeeds after the reconnection with exactly one node, the guard's, and no
+/// orphan is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_create_reply_leaves_no_orphan() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let client = connect(&proxy.connect_string()).await;
+    let observer = connect(&server.connect_string()).await;
+    let path = "/lost-reply/lock";
+    // Make sure the parent exists, so the first request of an acquire is the create.
+    drop(
+        Lock::new(&observer, path)
+            .acquire(None)
+            .await
+            .expect("warm up"),
+    );
+    assert!(
+        poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
+            .await
+            .is_empty()
+    );
+    let lock = Lock::new(&client, path);
+    for delay_us in [0u64, 200, 500, 1_000, 2_000, 5_000] {
+        let task = tokio::spawn({
+            let lock = lock.clone();
+            async move { lock.acquire(None).await }
+        });
+        // The schedule of the fault: the cut comes `delay_us` into the acquire, and lasts
+        // 200 ms.
+        tokio::time::sleep(Duration::from_micros(delay_us)).await;
+        proxy.isolate();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        proxy.restore();
+        let guard = tokio::time::timeout(Duration::from_secs(15), task)
+            .await
+            .expect("acquire after reconnect")
+            .expect("task")
+            .expect("acquire");
+        let children = observer.get_children(path).await.expect("list");
+        assert_eq!(
+            children.len(),
+            1,
+            "orphan after a cut at {delay_us} us: {children:?}"
+        );
+        assert!(guard.node().ends_with(&children[0]));
+        guard.release().await.expect("release");
+        assert!(
+            poll_children(&observer, path, Duration::from_secs(5), |c| c.is_empty())
+                .await
+                .is_empty()
+        );
+    }
+    assert_eq!(client.state(), SessionState::Connected);
 }

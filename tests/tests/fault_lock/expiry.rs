@@ -1,15 +1,9 @@
-//! Real session expiry: a waiter whose session expires fails and leaves nothing, and an
-//! expired client dials no more.
+//! Real session expiry: a holder whose session expires loses the lock to the next waiter, a
+//! waiter whose session expires fails and leaves nothing, and an expired client dials no more.
 
-use zk_proto::session::Backoff;
+use zk_testkit::client::{assert_dials_no_more, largest_reconnect_wait, poll_children};
 
 use super::*;
-
-/// The longest a client of these tests waits between two connection attempts: the cap of its
-/// reconnect backoff (`zk_proto::session::Backoff`, the builder's default) for [`SESSION`].
-fn largest_reconnect_wait() -> Duration {
-    Backoff::default().cap(SESSION)
-}
 
 /// Scenario 12: a waiter behind a proxy that is isolated past its session timeout. The server
 /// really expires the session (its ephemeral node vanishes); the acquire fails with
@@ -61,7 +55,7 @@ async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
     // own timer: a client that still dialed would dial within its longest wait between two
     // attempts, and the window is two of them.
     proxy.restore();
-    tokio::time::sleep(2 * largest_reconnect_wait()).await;
+    tokio::time::sleep(2 * largest_reconnect_wait(SESSION)).await;
     assert_eq!(waiter_client.state(), SessionState::Expired);
     assert_eq!(
         within("exists", CALL, waiter_client.exists("/")).await,
@@ -88,13 +82,75 @@ async fn an_expired_client_dials_no_more() {
     // Refused attempts back off (doubling up to the backoff's cap) until the local expiry, one
     // session timeout after the cut.
     wait_state(&client, SESSION * 2, |s| s == SessionState::Expired).await;
-    let accepted = proxy.accepted();
     // Bounded by the client's own timer: a client that still dialed would dial within its
     // longest wait between two attempts; the window is two of them.
-    tokio::time::sleep(2 * largest_reconnect_wait()).await;
+    assert_dials_no_more(SESSION, || proxy.accepted()).await;
+}
+
+/// A holder behind a proxy that is isolated past its session timeout: its guard reports the
+/// loss at once, the waiter gets the lock only after the server expired the holder's session
+/// (its node is gone by then), and the holder learns it lost the lock for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_node_is_gone() {
+    let _serial = serial().await;
+    let server = start_server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let holder_client = connect(&proxy.connect_string()).await;
+    let waiter_client = connect(&server.connect_string()).await;
+    let holder = Lock::new(&holder_client, "/expiry/lock")
+        .acquire(None)
+        .await
+        .expect("holder acquires");
+    assert_eq!(holder.validity(), Validity::Held);
+    let holder_node = holder.node().to_owned();
+    let waiter = {
+        let lock = Lock::new(&waiter_client, "/expiry/lock");
+        tokio::spawn(async move { lock.acquire(None).await })
+    };
+    // The waiter's node is queued behind the holder's: it must wait.
+    let queued = poll_children(
+        &waiter_client,
+        "/expiry/lock",
+        Duration::from_secs(5),
+        |c| c.len() == 2,
+    )
+    .await;
+    assert_eq!(queued.len(), 2);
+    assert!(!waiter.is_finished(), "the waiter must wait for the holder");
+
+    proxy.isolate();
+    let suspended = holder
+        .wait_lost(Some(Duration::from_secs(5)))
+        .await
+        .expect("loss reported");
+    assert_ne!(suspended, Validity::Held);
+    assert!(!holder.is_valid());
+
+    let guard = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("waiter acquires after expiry")
+        .expect("task")
+        .expect("acquire");
+    // The holder's node was gone when the waiter got the lock.
     assert_eq!(
-        proxy.accepted(),
-        accepted,
-        "the expired client opened a connection"
+        waiter_client.exists(&holder_node).await.expect("exists"),
+        None
     );
+    assert!(guard.fencing_token() > 0);
+
+    // The old holder learns it lost the lock for good (local expiry, the server is cut off).
+    let mut states = holder_client.state_watcher();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        states.wait_for(|s| *s == SessionState::Expired),
+    )
+    .await
+    .expect("holder expires")
+    .expect("state");
+    assert_eq!(holder.validity(), Validity::Lost);
+    assert!(matches!(
+        holder.release().await,
+        Err(zk_recipes::Error::Lost)
+    ));
+    guard.release().await.expect("release");
 }

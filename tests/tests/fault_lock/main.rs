@@ -131,6 +131,22 @@ async fn queue_waiter(
     (waiter, listing)
 }
 
+/// Releases `holder` and awaits the queued `waiter` (as [`queue_waiter`] starts it, at most
+/// 10 s): its guard, granted after the release.
+async fn release_and_hand_over(
+    holder: LockGuard,
+    waiter: tokio::task::JoinHandle<(zk_recipes::Result<LockGuard>, Instant)>,
+) -> LockGuard {
+    let released_at = Instant::now();
+    release(holder).await;
+    let (granted, granted_at) = within("the waiter's grant", Duration::from_secs(10), waiter)
+        .await
+        .expect("waiter task");
+    let granted = granted.expect("the waiter acquires");
+    assert!(granted_at >= released_at);
+    granted
+}
+
 /// Waits (at most 2 s) until the guard reports `validity`: the guard follows the client's
 /// state through its own watch, a task hop behind the client's state.
 async fn wait_validity(guard: &LockGuard, validity: Validity) {

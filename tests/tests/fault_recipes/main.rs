@@ -1,9 +1,10 @@
 //! The recipes under faults, against real servers: leader election through repeated expiry of
-//! the leader's session, a queue consumer that crashes after claiming items, a double barrier
-//! whose member crashes, timed recipe calls while no server answers, and the leader selector,
-//! the multi-lock and the persistent TTL node under cuts, expiry and SIGKILL (Curator's
-//! processes among them). This file holds what the scenarios share; the scenarios are in one
-//! module per recipe.
+//! the leader's session, leadership lost on a cut and handed over after the expiry (latch and
+//! master election), a persistent node whose create's reply is lost, a queue consumer that
+//! crashes after claiming items, a double barrier whose member crashes, timed recipe calls
+//! while no server answers, and the leader selector, the multi-lock and the persistent TTL
+//! node under cuts, expiry and SIGKILL (Curator's processes among them). This file holds what
+//! the scenarios share; the scenarios are in one module per recipe.
 //!
 //! Faults come from [`zk_testkit::fault::FaultProxy`]: every session that is to fail sits
 //! behind its own proxy, so it alone can be cut off. No sleep stands in for an event: every
@@ -12,7 +13,9 @@
 mod barrier;
 mod deadlines;
 mod election;
+mod leadership;
 mod multi_lock;
+mod persistent_node;
 mod queue;
 mod selector;
 mod ttl;
