@@ -13,7 +13,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines};
+use support::{
+    append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines, wait_stderr,
+};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_recipes::lock::Lock;
 use zk_testkit::DigestJaas;
@@ -286,22 +288,6 @@ async fn lock_once_runs_a_job_once_and_only_when_it_succeeded() {
     let run = once("0").await.expect(0, "already done");
     run.one_error_line("done already");
     assert_eq!(lines(&log).len(), 2, "run once");
-}
-
-/// Reads `lines` of a running rzk's stderr until one contains `text`; returns it.
-async fn wait_stderr<R: tokio::io::AsyncBufRead + Unpin>(
-    lines: &mut tokio::io::Lines<R>,
-    text: &str,
-) -> String {
-    within(&format!("stderr saying {text:?}"), LIMIT, async {
-        while let Some(line) = lines.next_line().await.expect("read stderr") {
-            if line.contains(text) {
-                return line;
-            }
-        }
-        panic!("stderr ended before {text:?}");
-    })
-    .await
 }
 
 /// The session timeout of the session-loss tests: the client gives up a silent connection

@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Run, command, finish, rzk, rzk_with_input, signal};
+use support::{Run, command, finish, rzk, rzk_with_input, signal, wait_stderr};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_proto::acl::{digest_acl, world_acl};
 use zk_proto::{CreateOptions, Perms};
@@ -382,22 +382,6 @@ async fn acls_identities_chroot_and_the_environment() {
         .await
         .expect("under the chroot");
     assert_eq!(&data[..], b"in-chroot");
-}
-
-/// Reads lines of a running rzk's stderr until one contains `text`.
-async fn wait_stderr<R: tokio::io::AsyncBufRead + Unpin>(
-    lines: &mut tokio::io::Lines<R>,
-    text: &str,
-) {
-    within(&format!("stderr saying {text:?}"), LIMIT, async {
-        while let Some(line) = lines.next_line().await.expect("read stderr") {
-            if line.contains(text) {
-                return;
-            }
-        }
-        panic!("stderr ended before {text:?}");
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

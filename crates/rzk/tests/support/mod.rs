@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::io::{AsyncBufRead, Lines};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
@@ -167,6 +168,25 @@ pub(crate) async fn wait_lines(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Reads lines of a running rzk's stderr (`lines`, from a `BufReader` over it) until one
+/// contains `text`, at most [`RUN_LIMIT`], and returns that line.
+pub(crate) async fn wait_stderr<R: AsyncBufRead + Unpin>(
+    lines: &mut Lines<R>,
+    text: &str,
+) -> String {
+    let read = async {
+        while let Some(line) = lines.next_line().await.expect("read stderr") {
+            if line.contains(text) {
+                return line;
+            }
+        }
+        panic!("stderr ended before {text:?}");
+    };
+    tokio::time::timeout(RUN_LIMIT, read)
+        .await
+        .unwrap_or_else(|_| panic!("stderr saying {text:?}: not within {RUN_LIMIT:?}"))
 }
 
 /// A shell command line (for `sh -c`) that appends `text` to `log` (`text` may use shell
