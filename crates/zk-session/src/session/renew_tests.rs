@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use jute::*;
 
-use super::tests::{Harness, config, frame, ok, replies};
+use super::tests::{Harness, accepted, config, expired_answer, get_data, replies};
 use super::*;
 
 fn renewing() -> SessionConfig {
@@ -16,38 +15,11 @@ fn renewing() -> SessionConfig {
     }
 }
 
-fn get_data(path: &str, watch: bool) -> Op {
-    Op::GetData {
-        path: path.into(),
-        watch,
-    }
-}
-
-/// The server's answer to a ConnectRequest for a session it no longer has.
-fn expired_answer() -> Bytes {
-    ConnectResponse {
-        protocol_version: 0,
-        time_out: 0,
-        session_id: 0,
-        passwd: Some(Bytes::from_static(&[0; 16])),
-        read_only: Some(false),
-    }
-    .to_bytes()
-}
-
 /// Session 1 established, one watch armed and a reply that carried zxid 0x42 read; then the
 /// connection is lost and the server says the session expired.
 fn expire_after_a_watch(h: &mut Harness) -> RequestId {
     h.establish(1, 30_000);
-    let watch = h.submit(get_data("/a", true));
-    let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[0].0.xid, 0x42),
-        GetDataResponse {
-            data: None,
-            stat: Stat::default(),
-        },
-    ));
+    let watch = h.watch_data("/a", 0x42);
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     h.events();
     h.connect();
@@ -91,29 +63,14 @@ fn an_expired_session_is_reported_in_full_before_the_new_one_starts() {
         request.last_zxid_seen, 0x42,
         "never a server behind what the client saw"
     );
-    h.server_says(
-        ConnectResponse {
-            protocol_version: 0,
-            time_out: 20_000,
-            session_id: 2,
-            passwd: Some(Bytes::from_static(&[9; 16])),
-            read_only: Some(false),
-        }
-        .to_bytes(),
-    );
+    h.server_says(accepted(2, 20_000, 9, Some(false)));
     assert_eq!(h.session.state(), SessionState::Connected);
     assert_eq!(h.session.session_id(), 2);
     // No SetWatches: the old session's watches are gone. The queued call goes out.
     let sent = h.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].0.op_code, OpCode::GET_DATA);
-    h.server_says(frame(
-        ok(sent[0].0.xid, 0x43),
-        GetDataResponse {
-            data: None,
-            stat: Stat::default(),
-        },
-    ));
+    h.answer_empty_data(sent[0].0.xid, 0x43);
     assert!(
         replies(&h.events())
             .iter()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use jute::*;
 
-use super::tests::{Harness, config, frame, ok, replies};
+use super::tests::{Harness, config, failed, frame, ok, replies};
 use super::*;
 use crate::sasl::{SaslConfig, SaslError, SaslMechanism, SaslStep};
 
@@ -86,14 +86,7 @@ fn the_exchange_runs_first_and_holds_back_everything_else_until_it_succeeds() {
     let sent = h.sent();
     let ops: Vec<OpCode> = sent.iter().map(|(header, _)| header.op_code).collect();
     assert_eq!(ops, [OpCode::AUTH, OpCode::SYNC]);
-    h.server_says(frame(
-        ReplyHeader {
-            xid: jute::codes::xid::AUTH,
-            zxid: 0,
-            err: ErrorCode::OK,
-        },
-        (),
-    ));
+    h.server_says(frame(failed(jute::codes::xid::AUTH, 0, ErrorCode::OK), ()));
     h.server_says(frame(
         ok(sent[1].0.xid, 5),
         SyncResponse {
@@ -115,11 +108,7 @@ fn a_refused_exchange_ends_the_session_in_auth_failed_without_retrying() {
     h.establish(0x52, 30_000);
     let sent = h.sent();
     h.server_says(frame(
-        ReplyHeader {
-            xid: sent[0].0.xid,
-            zxid: 0,
-            err: ErrorCode::AUTH_FAILED,
-        },
+        failed(sent[0].0.xid, 0, ErrorCode::AUTH_FAILED),
         SetSaslResponse { token: None },
     ));
     assert_eq!(h.session.state(), SessionState::AuthFailed);

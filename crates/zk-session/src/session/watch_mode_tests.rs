@@ -7,16 +7,8 @@
 
 use jute::*;
 
-use super::tests::{Harness, config, frame, notification, ok, replies};
+use super::tests::{Harness, failed, frame, notification, ok, replies};
 use super::*;
-
-/// An established session.
-fn connected() -> Harness {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
-    h
-}
 
 fn add_watch(path: &str, mode: AddWatchMode) -> Op {
     Op::AddWatch {
@@ -66,7 +58,7 @@ fn fired(events: &[SessionEvent]) -> Vec<(RequestId, EventType)> {
 
 #[test]
 fn a_one_shot_watch_under_a_persistent_mode_is_armed_locally_and_fired_by_its_events() {
-    let mut h = connected();
+    let mut h = Harness::connected();
     let (recursive, _) = answered(
         &mut h,
         add_watch("/p", AddWatchMode::PERSISTENT_RECURSIVE),
@@ -147,7 +139,7 @@ fn a_one_shot_watch_under_a_persistent_mode_is_armed_locally_and_fired_by_its_ev
 
 #[test]
 fn a_persistent_watch_in_flight_covers_the_one_shot_watches_sent_after_it() {
-    let mut h = connected();
+    let mut h = Harness::connected();
     let watch = h.submit(add_watch("/p", AddWatchMode::PERSISTENT));
     let data = h.submit(Op::GetData {
         path: "/p".into(),
@@ -178,7 +170,7 @@ fn a_persistent_watch_in_flight_covers_the_one_shot_watches_sent_after_it() {
 
 #[test]
 fn a_removal_of_one_shot_watches_under_a_persistent_mode_leaves_that_mode_alone() {
-    let mut h = connected();
+    let mut h = Harness::connected();
     let (persistent, _) = answered(
         &mut h,
         add_watch("/p", AddWatchMode::PERSISTENT),
@@ -215,7 +207,7 @@ fn a_removal_of_one_shot_watches_under_a_persistent_mode_leaves_that_mode_alone(
 
 #[test]
 fn the_two_persistent_kinds_are_never_mixed_on_one_path() {
-    let mut h = connected();
+    let mut h = Harness::connected();
     // Queued, not answered yet: already counted, in either order.
     h.submit(add_watch("/p", AddWatchMode::PERSISTENT_RECURSIVE));
     h.submit(add_watch("/q", AddWatchMode::PERSISTENT));
@@ -261,7 +253,7 @@ fn the_two_persistent_kinds_are_never_mixed_on_one_path() {
 
 #[test]
 fn after_a_reconnect_the_modes_come_from_the_watches_set_again() {
-    let mut h = connected();
+    let mut h = Harness::connected();
     answered(
         &mut h,
         add_watch("/p", AddWatchMode::PERSISTENT),
@@ -284,7 +276,7 @@ fn after_a_reconnect_the_modes_come_from_the_watches_set_again() {
 fn an_exists_watch_on_a_node_that_is_there_is_set_again_as_a_data_watch() {
     // Set again as an exist watch, the server would take the node for created while the
     // client was away and fire NodeCreated at once (as the Java client, which files it so).
-    let mut h = connected();
+    let mut h = Harness::connected();
     answered(
         &mut h,
         Op::Exists {
@@ -300,14 +292,7 @@ fn an_exists_watch_on_a_node_that_is_there_is_set_again_as_a_data_watch() {
         watch: true,
     });
     let sent = h.sent();
-    h.server_says(frame(
-        ReplyHeader {
-            xid: sent[0].0.xid,
-            zxid: 1,
-            err: ErrorCode::NO_NODE,
-        },
-        (),
-    ));
+    h.server_says(frame(failed(sent[0].0.xid, 1, ErrorCode::NO_NODE), ()));
     h.events();
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     h.establish(1, 30_000);
@@ -321,7 +306,7 @@ fn an_exists_watch_on_a_node_that_is_there_is_set_again_as_a_data_watch() {
 #[test]
 fn a_removal_whose_caller_timed_out_still_tells_the_watchers_it_removed() {
     // The server removes them all the same: left registered, they would never fire.
-    let mut h = connected();
+    let mut h = Harness::connected();
     let data = data_watch(&mut h, "/n");
     h.events();
     let remove = h
@@ -351,7 +336,7 @@ fn a_removal_whose_caller_timed_out_still_tells_the_watchers_it_removed() {
 fn a_removal_whose_reply_body_does_not_decode_still_tells_the_watchers_it_removed() {
     // The header said OK: the server removed them (the caller gets the `Protocol` error that
     // says a call was applied but its reply is unreadable).
-    let mut h = connected();
+    let mut h = Harness::connected();
     let data = data_watch(&mut h, "/n");
     h.events();
     let remove = h.submit(Op::RemoveWatches {

@@ -7,9 +7,7 @@ use super::*;
 fn an_undecodable_auth_reply_still_answers_its_caller() {
     // Found by the session_script fuzz target: the waiter was taken off the queue before the
     // reply was decoded, so the dropped connection never answered it.
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let auth = h
         .session
         .add_auth("digest".into(), Bytes::from_static(b"u:p"))
@@ -47,27 +45,13 @@ fn auth_is_replayed_on_reconnect_and_a_failure_is_terminal() {
             op_code: OpCode::AUTH
         }
     );
-    h.server_says(frame(
-        ReplyHeader {
-            xid: -4,
-            zxid: 0,
-            err: ErrorCode::OK,
-        },
-        (),
-    ));
+    h.server_says(frame(failed(-4, 0, ErrorCode::OK), ()));
     assert_eq!(replies(&h.events()), [(auth, Ok(Response::Empty))]);
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     h.establish(1, 30_000);
     let sent = h.sent();
     let packet: AuthPacket = decode_exact(sent[0].1.clone()).expect("AuthPacket");
     assert_eq!(packet.scheme.as_deref(), Some("digest"));
-    h.server_says(frame(
-        ReplyHeader {
-            xid: -4,
-            zxid: 0,
-            err: ErrorCode::AUTH_FAILED,
-        },
-        (),
-    ));
+    h.server_says(frame(failed(-4, 0, ErrorCode::AUTH_FAILED), ()));
     assert_eq!(h.session.state(), SessionState::AuthFailed);
 }

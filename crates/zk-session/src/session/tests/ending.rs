@@ -7,31 +7,14 @@ use super::*;
 fn an_expired_session_fails_everything_and_reports_every_watch_lost() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);
-    let watch = h.submit(get_data("/a", true));
-    let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    let watch = h.watch_data("/a", 2);
     let in_flight = h.submit(get_data("/b", false));
     h.sent();
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     let queued = h.submit(get_data("/c", false));
     h.events();
     h.connect();
-    h.server_says(
-        ConnectResponse {
-            protocol_version: 0,
-            time_out: 0,
-            session_id: 0,
-            passwd: Some(Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-        }
-        .to_bytes(),
-    );
+    h.server_says(expired_answer());
     let events = h.events();
     assert!(replies(&events).contains(&(queued, Err(Error::SessionExpired))));
     assert!(events.contains(&SessionEvent::WatchLost {
@@ -52,15 +35,7 @@ fn an_expired_session_fails_everything_and_reports_every_watch_lost() {
 fn close_sends_close_session_after_queued_requests_and_ends_closed() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);
-    let watch = h.submit(get_data("/a", true));
-    let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    let watch = h.watch_data("/a", 2);
     let before = h.submit(get_data("/b", false));
     let close = h.session.close(h.now);
     assert_eq!(
@@ -72,22 +47,10 @@ fn close_sends_close_session_after_queued_requests_and_ends_closed() {
         sent.iter().map(|(h, _)| h.op_code).collect::<Vec<_>>(),
         [OpCode::GET_DATA, OpCode::CLOSE_SESSION]
     );
-    h.server_says(frame(
-        ok(sent[0].0.xid, 3),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[0].0.xid, 3);
     h.server_says(frame(ok(sent[1].0.xid, 4), ()));
     let events = h.events();
-    assert!(replies(&events).contains(&(
-        before,
-        Ok(Response::GetData(GetDataResponse {
-            data: None,
-            stat: stat(0)
-        }))
-    )));
+    assert!(replies(&events).contains(&(before, Ok(Response::GetData(empty_data())))));
     assert!(replies(&events).contains(&(close, Ok(Response::Empty))));
     assert!(events.contains(&SessionEvent::WatchLost {
         id: watch,
@@ -150,9 +113,7 @@ fn a_close_whose_connection_drops_in_flight_is_answered_ok_after_the_closed_stat
 
 #[test]
 fn the_terminal_state_comes_before_the_calls_it_fails() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let sent = h.submit(get_data("/sent", false));
     h.sent();
     let queued = h.submit(get_data("/queued", false));
@@ -178,9 +139,7 @@ fn the_terminal_state_comes_before_the_calls_it_fails() {
 fn a_second_close_is_answered_when_the_session_is_closed_not_before() {
     // Found by the session_script fuzz target: a close while closeSession was on its way was
     // answered at once, in a live state.
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let first = h.session.close(h.now);
     let second = h.session.close(h.now);
     let sent = h.sent();

@@ -35,6 +35,34 @@ pub(super) fn frame(header: ReplyHeader, body: impl Encode) -> Bytes {
     (header, body).to_bytes()
 }
 
+/// The reply header of a request the server failed with `err`.
+pub(super) fn failed(xid: i32, zxid: i64, err: ErrorCode) -> ReplyHeader {
+    ReplyHeader { xid, zxid, err }
+}
+
+/// The server's answer to a ConnectRequest: session `session_id` with timeout `timeout_ms`,
+/// a password of 16 bytes `passwd`, and the read-only flag `read_only`.
+pub(super) fn accepted(
+    session_id: i64,
+    timeout_ms: i32,
+    passwd: u8,
+    read_only: Option<bool>,
+) -> Bytes {
+    ConnectResponse {
+        protocol_version: 0,
+        time_out: timeout_ms,
+        session_id,
+        passwd: Some(Bytes::copy_from_slice(&[passwd; 16])),
+        read_only,
+    }
+    .to_bytes()
+}
+
+/// The server's answer to a ConnectRequest for a session it no longer has.
+pub(super) fn expired_answer() -> Bytes {
+    accepted(0, 0, 0, Some(false))
+}
+
 pub(super) fn ok(xid: i32, zxid: i64) -> ReplyHeader {
     ReplyHeader {
         xid,
@@ -43,10 +71,18 @@ pub(super) fn ok(xid: i32, zxid: i64) -> ReplyHeader {
     }
 }
 
-fn stat(version: i32) -> Stat {
+pub(super) fn stat(version: i32) -> Stat {
     Stat {
         version,
         ..Stat::default()
+    }
+}
+
+/// An empty getData reply: no data, version 0.
+pub(super) fn empty_data() -> GetDataResponse {
+    GetDataResponse {
+        data: None,
+        stat: stat(0),
     }
 }
 
@@ -65,7 +101,7 @@ pub(super) fn notification(event_type: EventType, path: &str) -> Bytes {
     )
 }
 
-fn get_data(path: &str, watch: bool) -> Op {
+pub(super) fn get_data(path: &str, watch: bool) -> Op {
     Op::GetData {
         path: path.into(),
         watch,
@@ -94,6 +130,24 @@ impl Harness {
         decode_exact(frame).expect("a valid ConnectRequest")
     }
 
+    /// A session with the default [`config`], established (session 1, 30 s), its events
+    /// taken.
+    pub(super) fn connected() -> Self {
+        let mut h = Self::new(config());
+        h.establish(1, 30_000);
+        h.events();
+        h
+    }
+
+    /// Arms a one-shot data watch on `path` (getData answered at `zxid` with
+    /// [`empty_data`]); returns its id.
+    pub(super) fn watch_data(&mut self, path: &str, zxid: i64) -> RequestId {
+        let id = self.submit(get_data(path, true));
+        let sent = self.sent();
+        self.answer_empty_data(sent[0].0.xid, zxid);
+        id
+    }
+
     /// Connects and accepts the session.
     pub(super) fn establish(&mut self, session_id: i64, timeout_ms: i32) -> ConnectRequest {
         self.establish_on(session_id, timeout_ms, false)
@@ -107,21 +161,18 @@ impl Harness {
         read_only_server: bool,
     ) -> ConnectRequest {
         let request = self.connect();
-        self.server_says(
-            ConnectResponse {
-                protocol_version: 0,
-                time_out: timeout_ms,
-                session_id,
-                passwd: Some(Bytes::from_static(&[7; 16])),
-                read_only: Some(read_only_server),
-            }
-            .to_bytes(),
-        );
+        self.server_says(accepted(session_id, timeout_ms, 7, Some(read_only_server)));
         request
     }
 
     pub(super) fn server_says(&mut self, frame: Bytes) {
         self.session.handle_frame(self.now, frame);
+    }
+
+    /// The server answers request `xid` with an empty getData reply ([`empty_data`]) at
+    /// `zxid`.
+    pub(super) fn answer_empty_data(&mut self, xid: i32, zxid: i64) {
+        self.server_says(frame(ok(xid, zxid), empty_data()));
     }
 
     /// Every frame the session wants to send now, split into header and body.

@@ -13,13 +13,7 @@ fn reconnect_resumes_with_the_last_zxid_and_rearms_watches_first() {
         watch: true,
     });
     let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[0].0.xid, 20),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[0].0.xid, 20);
     h.server_says(frame(
         ok(sent[1].0.xid, 21),
         GetChildrenResponse {
@@ -48,13 +42,7 @@ fn reconnect_resumes_with_the_last_zxid_and_rearms_watches_first() {
     // The server fires a change made while we were away, then answers both.
     h.server_says(notification(EventType::NODE_DATA_CHANGED, "/d"));
     h.server_says(frame(ok(sent[0].0.xid, 22), ()));
-    h.server_says(frame(
-        ok(sent[1].0.xid, 22),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[1].0.xid, 22);
     let events = h.events();
     let watch_at = events.iter().position(|e| matches!(e, SessionEvent::Watch { id, event, .. } if *id == data && event.event_type == EventType::NODE_DATA_CHANGED));
     let reply_at = events
@@ -92,19 +80,9 @@ fn persistent_watches_are_rearmed_with_set_watches2() {
 
 #[test]
 fn persistent_watchers_are_told_when_the_connection_is_lost_and_ready_again() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let persistent = persistent_watch(&mut h, "/p");
-    let one_shot = h.submit(get_data("/d", true));
-    let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    let one_shot = h.watch_data("/d", 2);
     h.events();
     let marker = |state| SessionEvent::Watch {
         id: persistent,
@@ -158,13 +136,7 @@ fn queued_requests_survive_a_disconnect_but_sent_ones_fail() {
     assert_eq!(h.session.queued(), 1);
     h.establish(1, 30_000);
     let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[0].0.xid, 2);
     assert!(matches!(replies(&h.events()).as_slice(), [(id, Ok(_))] if *id == waiting));
 }
 

@@ -30,16 +30,7 @@ fn nothing_but_the_connect_request_goes_before_the_handshake() {
     let id = h.submit(get_data("/a", false));
     h.connect();
     assert!(h.sent().is_empty());
-    h.server_says(
-        ConnectResponse {
-            protocol_version: 0,
-            time_out: 30_000,
-            session_id: 1,
-            passwd: Some(Bytes::from_static(&[1; 16])),
-            read_only: None,
-        }
-        .to_bytes(),
-    );
+    h.server_says(accepted(1, 30_000, 1, None));
     let sent = h.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].0.op_code, OpCode::GET_DATA);
@@ -56,9 +47,7 @@ fn nothing_but_the_connect_request_goes_before_the_handshake() {
 
 #[test]
 fn requests_are_pipelined_in_call_order_and_replies_match_in_fifo_order() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let ids: Vec<_> = (0..100)
         .map(|n| h.submit(get_data(&format!("/n{n}"), false)))
         .collect();
@@ -93,19 +82,11 @@ fn requests_are_pipelined_in_call_order_and_replies_match_in_fifo_order() {
 
 #[test]
 fn a_reply_out_of_order_drops_the_connection_and_fails_what_was_in_flight() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let first = h.submit(get_data("/a", false));
     let second = h.submit(get_data("/b", false));
     let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[1].0.xid, 3),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[1].0.xid, 3);
     let events = h.events();
     assert_eq!(
         replies(&events),
@@ -146,11 +127,7 @@ fn refusal_overtakes_a_read(read_only_server: bool) -> (Harness, RequestId, Requ
     });
     let sent = h.sent();
     h.server_says(frame(
-        ReplyHeader {
-            xid: sent[1].0.xid,
-            zxid: 5,
-            err: ErrorCode::NOT_READ_ONLY,
-        },
+        failed(sent[1].0.xid, 5, ErrorCode::NOT_READ_ONLY),
         (),
     ));
     (h, read, write)
@@ -166,13 +143,7 @@ fn a_read_only_server_refusing_a_write_ahead_of_a_read_keeps_the_connection() {
         .front()
         .expect("the read is in flight")
         .xid;
-    h.server_says(frame(
-        ok(read_xid, 5),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(read_xid, 5);
     let events = h.events();
     assert!(matches!(&replies(&events)[..], [(id, Ok(_))] if *id == read));
     assert_eq!(h.session.state(), SessionState::ConnectedReadOnly);
@@ -181,13 +152,7 @@ fn a_read_only_server_refusing_a_write_ahead_of_a_read_keeps_the_connection() {
     let first = h.submit(get_data("/c", false));
     h.submit(get_data("/d", false));
     let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[1].0.xid, 6),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[1].0.xid, 6);
     let events = h.events();
     assert!(replies(&events).contains(&(first, Err(Error::ConnectionLoss))));
     assert!(events.contains(&SessionEvent::State(SessionState::Disconnected)));
@@ -212,9 +177,7 @@ fn a_read_write_server_refusing_out_of_order_drops_the_connection() {
 
 #[test]
 fn a_reply_with_nothing_in_flight_is_a_protocol_error() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     h.server_says(frame(ok(42, 3), ()));
     let events = h.events();
     assert!(events.iter().any(|e| matches!(
@@ -225,20 +188,12 @@ fn a_reply_with_nothing_in_flight_is_a_protocol_error() {
 
 #[test]
 fn an_undecodable_reply_body_fails_only_its_call() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let first = h.submit(get_data("/a", false));
     let second = h.submit(get_data("/b", false));
     let sent = h.sent();
     // The first reply's body is cut short; its header (and the frame boundary) is intact.
-    let mut bad = frame(
-        ok(sent[0].0.xid, 3),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    );
+    let mut bad = frame(ok(sent[0].0.xid, 3), empty_data());
     bad.truncate(bad.len() - 1);
     h.server_says(bad);
     h.server_says(frame(
@@ -274,9 +229,7 @@ fn an_undecodable_reply_body_fails_only_its_call() {
 
 #[test]
 fn frames_without_a_readable_header_or_event_drop_the_connection() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     // No room for a reply header: the stream cannot be trusted.
     h.server_says(Bytes::from_static(b"\x00\x01"));
     assert!(
@@ -312,13 +265,7 @@ fn the_in_flight_window_holds_back_the_rest() {
     let sent = h.sent();
     assert_eq!(sent.len(), 3);
     assert_eq!((h.session.in_flight(), h.session.queued()), (3, 2));
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[0].0.xid, 2);
     assert_eq!(h.sent().len(), 1);
 }
 
@@ -347,13 +294,7 @@ fn the_chroot_is_applied_out_and_stripped_in() {
             stat: stat(0),
         },
     ));
-    h.server_says(frame(
-        ok(sent[1].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[1].0.xid, 2);
     h.server_says(notification(EventType::NODE_DELETED, "/app/w"));
     let events = h.events();
     assert!(
@@ -429,9 +370,7 @@ fn a_reply_over_the_frame_limit_fails_its_request_as_too_large_and_the_session_r
 
 #[test]
 fn an_oversized_frame_that_names_no_request_in_flight_is_a_plain_connection_loss() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     // The xid not received yet, or not the oldest request's: nothing is blamed on a request.
     for wrong_xid in [false, true] {
         let request = h.submit(get_data("/a", false));

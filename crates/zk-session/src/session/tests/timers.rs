@@ -32,9 +32,7 @@ fn a_ping_goes_out_after_a_third_of_the_timeout_without_sending() {
 
 #[test]
 fn silence_for_the_read_timeout_drops_the_connection() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     h.advance(Duration::from_millis(19_999));
     assert_eq!(h.session.state(), SessionState::Connected);
     h.advance(Duration::from_millis(1));
@@ -73,9 +71,7 @@ fn a_handshake_without_answer_times_out_after_t_over_n() {
 
 #[test]
 fn a_resumed_session_with_one_host_gives_up_a_silent_handshake_after_t_over_3() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     // The server accepts the connection and never answers the handshake.
     h.connect();
@@ -95,9 +91,7 @@ fn a_resumed_session_with_one_host_gives_up_a_silent_handshake_after_t_over_3() 
 
 #[test]
 fn a_request_timeout_answers_the_caller_and_the_late_reply_is_discarded() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let deadline = h.now + Duration::from_secs(1);
     let slow = h
         .session
@@ -107,20 +101,8 @@ fn a_request_timeout_answers_the_caller_and_the_late_reply_is_discarded() {
     let sent = h.sent();
     h.advance(Duration::from_secs(1));
     assert_eq!(replies(&h.events()), [(slow, Err(Error::RequestTimeout))]);
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
-    h.server_says(frame(
-        ok(sent[1].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[0].0.xid, 2);
+    h.answer_empty_data(sent[1].0.xid, 2);
     let events = h.events();
     assert!(
         matches!(replies(&events).as_slice(), [(id, Ok(_))] if *id == next),
@@ -148,9 +130,7 @@ fn a_request_timeout_while_disconnected_removes_it_from_the_queue() {
 
 #[test]
 fn no_server_for_a_whole_session_timeout_expires_the_session_locally() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     h.advance(Duration::from_secs(5));
     h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     // Attempts that never complete a handshake.
@@ -179,16 +159,7 @@ fn every_reconnection_waits_a_backoff_that_grows_with_failures_in_a_row() {
     assert_eq!(dial_when_allowed(&mut h), start);
     h.session.handle_connected(h.now);
     h.sent();
-    h.server_says(
-        ConnectResponse {
-            protocol_version: 0,
-            time_out: 30_000,
-            session_id: 1,
-            passwd: Some(Bytes::from_static(&[7; 16])),
-            read_only: Some(false),
-        }
-        .to_bytes(),
-    );
+    h.server_says(accepted(1, 30_000, 7, Some(false)));
     assert_eq!(h.session.state(), SessionState::Connected);
     h.advance(Duration::from_secs(5));
     // A loss after a healthy connection: a short wait (at most the 20 ms base).
@@ -232,13 +203,7 @@ fn local_expiry_counts_from_the_last_answered_send_not_from_a_watch_event() {
     let _watch = h.submit(get_data("/a", true));
     let sent = h.sent();
     let t0 = h.now;
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    h.answer_empty_data(sent[0].0.xid, 2);
     h.events();
     // Nine seconds later the watch fires: the server sent it unprompted, so it says nothing
     // about when the server last heard from us.
@@ -256,9 +221,7 @@ fn local_expiry_counts_from_the_last_answered_send_not_from_a_watch_event() {
 
 #[test]
 fn an_answered_ping_moves_the_local_expiry_to_its_send_time() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     // A third of the timeout without sending: a ping goes out.
     h.advance(Duration::from_secs(10));
     let pinged = h.now;

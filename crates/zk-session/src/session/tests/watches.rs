@@ -7,15 +7,7 @@ use super::*;
 fn a_watch_event_comes_before_the_reply_that_saw_its_change() {
     let mut h = Harness::new(config());
     h.establish(1, 30_000);
-    let watch = h.submit(get_data("/a", true));
-    let sent = h.sent();
-    h.server_says(frame(
-        ok(sent[0].0.xid, 2),
-        GetDataResponse {
-            data: None,
-            stat: stat(0),
-        },
-    ));
+    let watch = h.watch_data("/a", 2);
     h.events();
     let write = h.submit(Op::SetData {
         path: "/a".into(),
@@ -39,22 +31,13 @@ fn a_watch_event_comes_before_the_reply_that_saw_its_change() {
 
 #[test]
 fn exists_on_a_missing_node_still_arms_its_watch() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let id = h.submit(Op::Exists {
         path: "/missing".into(),
         watch: true,
     });
     let sent = h.sent();
-    h.server_says(frame(
-        ReplyHeader {
-            xid: sent[0].0.xid,
-            zxid: 2,
-            err: ErrorCode::NO_NODE,
-        },
-        (),
-    ));
+    h.server_says(frame(failed(sent[0].0.xid, 2, ErrorCode::NO_NODE), ()));
     let events = h.events();
     assert_eq!(
         events,
@@ -70,19 +53,10 @@ fn exists_on_a_missing_node_still_arms_its_watch() {
 
 #[test]
 fn a_failed_get_data_arms_no_watch() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     h.submit(get_data("/missing", true));
     let sent = h.sent();
-    h.server_says(frame(
-        ReplyHeader {
-            xid: sent[0].0.xid,
-            zxid: 2,
-            err: ErrorCode::NO_NODE,
-        },
-        (),
-    ));
+    h.server_says(frame(failed(sent[0].0.xid, 2, ErrorCode::NO_NODE), ()));
     assert!(matches!(
         h.events().as_slice(),
         [SessionEvent::Reply {
@@ -96,9 +70,7 @@ fn a_failed_get_data_arms_no_watch() {
 
 #[test]
 fn forgetting_the_last_persistent_watcher_on_a_path_removes_it_on_the_server() {
-    let mut h = Harness::new(config());
-    h.establish(1, 30_000);
-    h.events();
+    let mut h = Harness::connected();
     let first = persistent_watch(&mut h, "/p");
     h.session.forget_watch(first);
     let sent = h.sent();
