@@ -359,6 +359,25 @@ impl TestCerts {
         Ok(target)
     }
 
+    /// [`client_key_encrypted`](Self::client_key_encrypted), checked: the file openssl wrote
+    /// is an encrypted PKCS#8 PEM key. For tests (it panics).
+    ///
+    /// # Panics
+    ///
+    /// When openssl fails, or wrote anything else.
+    pub fn encrypted_client_key(&self, password: &str, scheme: &[&str], file_tag: &str) -> PathBuf {
+        let key = self
+            .client_key_encrypted(password, scheme, file_tag)
+            .unwrap_or_else(|e| panic!("the encrypted key: {e}"));
+        assert!(
+            std::fs::read_to_string(&key)
+                .unwrap_or_else(|e| panic!("read the key {}: {e}", key.display()))
+                .starts_with("-----BEGIN ENCRYPTED PRIVATE KEY-----"),
+            "openssl wrote an encrypted PKCS#8 key"
+        );
+        key
+    }
+
     /// The zoo.cfg lines of a server with TLS on `secure_port` (bound to 127.0.0.1), on the
     /// Netty connection factory (which serves the plaintext `clientPort` too), with these
     /// files as its key and trust stores.

@@ -9,7 +9,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines};
+use support::{
+    append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines, with_script,
+};
 use zk_testkit::client::{children, connect, serial, start_server, wait_children};
 use zk_testkit::fault::FaultProxy;
 
@@ -41,20 +43,10 @@ async fn leadership_fails_over_between_two_invocations_and_comes_back() {
 
     // A leads, through a proxy the test can freeze.
     let script_a = candidate(&log, "A", false);
-    let a = command(
+    let a = with_script(
         &proxy.connect_string(),
-        &[
-            "leader",
-            "--session-timeout",
-            "4s",
-            "--id",
-            "A",
-            "/svc",
-            "--",
-            "sh",
-            "-c",
-            &script_a,
-        ],
+        &["leader", "--session-timeout", "4s", "--id", "A", "/svc"],
+        &script_a,
     )
     .spawn()
     .expect("start A");
@@ -62,9 +54,10 @@ async fn leadership_fails_over_between_two_invocations_and_comes_back() {
 
     // B stands behind it, straight to the server.
     let script_b = candidate(&log, "B", true);
-    let mut b = command(
+    let mut b = with_script(
         &server.connect_string(),
-        &["leader", "--id", "B", "/svc", "--", "sh", "-c", &script_b],
+        &["leader", "--id", "B", "/svc"],
+        &script_b,
     )
     .stdin(Stdio::piped())
     .spawn()
@@ -129,7 +122,7 @@ async fn leader_exit_on_loss_exits_with_status_7() {
     let dir = scratch("exit-on-loss");
     let log = dir.join("log");
     let script = candidate(&log, "A", false);
-    let a = command(
+    let a = with_script(
         &proxy.connect_string(),
         &[
             "leader",
@@ -137,11 +130,8 @@ async fn leader_exit_on_loss_exits_with_status_7() {
             "3s",
             "--exit-on-loss",
             "/svc",
-            "--",
-            "sh",
-            "-c",
-            &script,
         ],
+        &script,
     )
     .spawn()
     .expect("start");
@@ -204,12 +194,9 @@ async fn a_gate_opens_when_its_count_joined_and_barriers_run_together() {
     let dir = scratch("barrier");
     let log = dir.join("log");
     let script = |name: &str, status: u8| format!("{}; exit {status}", append(&log, name));
-    let first = command(
-        &zk,
-        &["barrier", "/b", "2", "--", "sh", "-c", &script("first", 0)],
-    )
-    .spawn()
-    .expect("start");
+    let first = with_script(&zk, &["barrier", "/b", "2"], &script("first", 0))
+        .spawn()
+        .expect("start");
     wait_children(&client, "/b", LIMIT, "the first entered", |c| c.len() == 1).await;
     assert!(lines(&log).is_empty(), "ran before the second entered");
     let second = rzk(
@@ -291,11 +278,11 @@ async fn every_leader_gets_a_larger_fencing_token() {
             &format!("{name} stopped"),
         )
     };
-    let first = command(&zk, &["leader", "/e", "--", "sh", "-c", &script("1")])
+    let first = with_script(&zk, &["leader", "/e"], &script("1"))
         .spawn()
         .expect("start the first");
     wait_lines(&log, LIMIT, "the first leads", |l| l.len() == 1).await;
-    let second = command(&zk, &["leader", "/e", "--", "sh", "-c", &script("2")])
+    let second = with_script(&zk, &["leader", "/e"], &script("2"))
         .spawn()
         .expect("start the second");
     wait_children(&client, "/e", LIMIT, "the second stands", |c| c.len() == 2).await;
@@ -311,7 +298,7 @@ async fn every_leader_gets_a_larger_fencing_token() {
     wait_lines(&log, LIMIT, "the second leads", |l| l.len() == 3).await;
     signal(&second, "TERM");
     finish(second, &["second"]).await.expect(0, "the second");
-    let third = command(&zk, &["leader", "/e", "--", "sh", "-c", &script("3")])
+    let third = with_script(&zk, &["leader", "/e"], &script("3"))
         .spawn()
         .expect("start the third");
     wait_lines(&log, LIMIT, "the third leads", |l| l.len() == 5).await;

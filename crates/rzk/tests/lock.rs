@@ -14,7 +14,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use support::{
-    append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines, wait_stderr,
+    append, command, finish, lines, rzk, scratch, signal, until_terminated, wait_lines,
+    wait_stderr, with_script,
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_recipes::lock::Lock;
@@ -50,22 +51,16 @@ async fn a_second_invocation_waits_and_runs_only_after_the_first_exits() {
         append(&log, "1 start $RZK_FENCING_TOKEN"),
         append(&log, "1 end")
     );
-    let mut first = command(
-        &zk,
-        &["lock", "/jobs/nightly", "--", "sh", "-c", &first_script],
-    )
-    .stdin(Stdio::piped())
-    .spawn()
-    .expect("start the first");
+    let mut first = with_script(&zk, &["lock", "/jobs/nightly"], &first_script)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start the first");
     wait_lines(&log, LIMIT, "the first runs", |l| l.len() == 1).await;
 
     let second_script = format!("{}; exit 42", append(&log, "2 start $RZK_FENCING_TOKEN"));
-    let second = command(
-        &zk,
-        &["lock", "/jobs/nightly", "--", "sh", "-c", &second_script],
-    )
-    .spawn()
-    .expect("start the second");
+    let second = with_script(&zk, &["lock", "/jobs/nightly"], &second_script)
+        .spawn()
+        .expect("start the second");
     wait_children(&client, "/jobs/nightly", LIMIT, "the second in line", |c| {
         c.len() == 2
     })
@@ -203,7 +198,7 @@ async fn signals_reach_the_command_and_the_lock_is_released_after_it() {
         append(&log, "got TERM"),
         append(&log, "start $RZK_SESSION_ID $RZK_LOCK_NODE")
     );
-    let rzk_lock = command(&zk, &["lock", "/svc", "--", "sh", "-c", &script])
+    let rzk_lock = with_script(&zk, &["lock", "/svc"], &script)
         .spawn()
         .expect("start");
     let started = wait_lines(&log, LIMIT, "the command runs", |l| l.len() == 1).await;
@@ -246,22 +241,10 @@ async fn lock_once_runs_a_job_once_and_only_when_it_succeeded() {
         let job = job.clone();
         let zk = zk.clone();
         async move {
-            let child = command(
-                &zk,
-                &[
-                    "lock",
-                    "/l",
-                    "--once",
-                    "/done/report",
-                    "--",
-                    "sh",
-                    "-c",
-                    &job,
-                ],
-            )
-            .env("JOB_STATUS", status)
-            .spawn()
-            .expect("start");
+            let child = with_script(&zk, &["lock", "/l", "--once", "/done/report"], &job)
+                .env("JOB_STATUS", status)
+                .spawn()
+                .expect("start");
             finish(child, &["lock --once"]).await
         }
     };
@@ -330,18 +313,10 @@ async fn the_command_is_stopped_when_the_session_is_lost_before_another_holder_s
     let dir = scratch("lost");
     let log = dir.join("log");
     let script = until_terminated(&log, "1 start", "1 stopped");
-    let rzk_lock = command(
+    let rzk_lock = with_script(
         &proxy.connect_string(),
-        &[
-            "lock",
-            "--session-timeout",
-            SESSION,
-            "/l",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
+        &["lock", "--session-timeout", SESSION, "/l"],
+        &script,
     )
     .spawn()
     .expect("start");
@@ -388,21 +363,9 @@ async fn a_paused_holder_stops_its_command_when_it_finds_its_session_expired() {
     let dir = scratch("paused");
     let log = dir.join("log");
     let script = until_terminated(&log, "1 start $RZK_FENCING_TOKEN", "1 stopped");
-    let rzk_lock = command(
-        &zk,
-        &[
-            "lock",
-            "--session-timeout",
-            "2s",
-            "/l",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    )
-    .spawn()
-    .expect("start");
+    let rzk_lock = with_script(&zk, &["lock", "--session-timeout", "2s", "/l"], &script)
+        .spawn()
+        .expect("start");
     wait_lines(&log, LIMIT, "the command runs", |l| l.len() == 1).await;
     let contender = contender_in_line(&client, &log, |guard| {
         format!("2 acquired {}", guard.fencing_token())
@@ -454,7 +417,7 @@ async fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let log = dir.join("log");
     // The shell ignores SIGTERM and becomes `sleep`, which inherits that.
     let script = format!("trap '' TERM; {}; exec sleep 60", append(&log, "$$"));
-    let rzk_lock = command(
+    let rzk_lock = with_script(
         &proxy.connect_string(),
         &[
             "lock",
@@ -463,11 +426,8 @@ async fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
             "--grace",
             "300ms",
             "/l",
-            "--",
-            "sh",
-            "-c",
-            &script,
         ],
+        &script,
     )
     .spawn()
     .expect("start");
@@ -493,7 +453,7 @@ async fn with_on_loss_warn_the_command_keeps_running_and_its_status_is_rzks() {
         append(&log, "start"),
         append(&log, "end")
     );
-    let mut rzk_lock = command(
+    let mut rzk_lock = with_script(
         &proxy.connect_string(),
         &[
             "lock",
@@ -502,11 +462,8 @@ async fn with_on_loss_warn_the_command_keeps_running_and_its_status_is_rzks() {
             "--on-loss",
             "warn",
             "/l",
-            "--",
-            "sh",
-            "-c",
-            &script,
         ],
+        &script,
     )
     .stdin(Stdio::piped())
     .spawn()
@@ -552,18 +509,10 @@ async fn a_killed_rzk_takes_its_command_with_it_before_the_next_holder_starts() 
         let pid_file = dir.join(format!("pid{round}"));
         // The command writes its pid, then becomes `sleep` (same pid).
         let first_script = format!("echo $$ > '{}'; exec sleep 60", pid_file.display());
-        let mut first = command(
+        let mut first = with_script(
             &zk,
-            &[
-                "lock",
-                "--session-timeout",
-                "1s",
-                "/k",
-                "--",
-                "sh",
-                "-c",
-                &first_script,
-            ],
+            &["lock", "--session-timeout", "1s", "/k"],
+            &first_script,
         )
         .spawn()
         .expect("start the first");
@@ -578,18 +527,10 @@ async fn a_killed_rzk_takes_its_command_with_it_before_the_next_holder_starts() 
         })
         .await;
         assert!(running(pid));
-        let second = command(
+        let second = with_script(
             &zk,
-            &[
-                "lock",
-                "--session-timeout",
-                "1s",
-                "/k",
-                "--",
-                "sh",
-                "-c",
-                &append(&log, "2 start"),
-            ],
+            &["lock", "--session-timeout", "1s", "/k"],
+            &append(&log, "2 start"),
         )
         .spawn()
         .expect("start the second");
@@ -635,7 +576,7 @@ async fn the_command_does_not_get_rzks_secret_variables() {
     let dir = scratch("secrets");
     let env_file = dir.join("env");
     let script = format!("env > '{}'", env_file.display());
-    let run = command(&zk, &["lock", "/s", "--", "sh", "-c", &script])
+    let run = with_script(&zk, &["lock", "/s"], &script)
         .env("RZK_AUTH", "digest:someone:very-secret")
         .env("RZK_SASL", "bob:sasl-very-secret")
         .env("RZK_TLS_KEYSTORE_PASSWORD", "keystore-very-secret")

@@ -8,7 +8,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use support::{command, finish, lines, scratch, signal, until_terminated, wait_lines};
+use support::{finish, lines, scratch, signal, until_terminated, wait_lines, with_script};
 use zk_proto::Client;
 use zk_testkit::client::{
     add_member, blocking, builder, children, connect_with, eventually, remove_member, serial,
@@ -67,18 +67,10 @@ async fn lock_commands_ride_through_servers_joining_and_leaving() {
         let log = dir.join(format!("log{i}"));
         let script = until_terminated(&log, "start", "stopped");
         let path = format!("/moves/{i}");
-        let child = command(
+        let child = with_script(
             &ensemble.connect_string(),
-            &[
-                "lock",
-                "--session-timeout",
-                "6s",
-                &path,
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ],
+            &["lock", "--session-timeout", "6s", &path],
+            &script,
         )
         .spawn()
         .expect("start rzk");

@@ -12,7 +12,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::tls::{FAILS_WITHIN, certs, mutual, secure, tls_server, trusting};
+use support::tls::{certs, mutual, refused, refused_within, secure, tls_server, trusting};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use zk_proto::{
@@ -27,46 +27,6 @@ use zk_testkit::{ClientAuth, Ensemble, Mode, TestCerts};
 
 /// How long an event may take.
 const EVENT_WAIT: Duration = Duration::from_secs(5);
-
-/// Connects with `options`, expecting it to fail for good: returns the TLS failure, after
-/// checking that it came fast and after one attempt per host.
-async fn refused(options: TlsOptions, connect_string: &str, hosts: u32) -> TlsFailure {
-    refused_within(options, connect_string, hosts..=hosts).await
-}
-
-/// As [`refused`], with the number of attempts in `attempts`.
-async fn refused_within(
-    options: TlsOptions,
-    connect_string: &str,
-    attempts_allowed: std::ops::RangeInclusive<u32>,
-) -> TlsFailure {
-    let started = Instant::now();
-    let result = within(
-        "a refused connect",
-        Duration::from_secs(30),
-        builder()
-            .connect_timeout(Some(Duration::from_secs(20)))
-            .tls(options)
-            .connect(connect_string),
-    )
-    .await;
-    let error = result.expect_err("the connect must fail");
-    let elapsed = started.elapsed();
-    assert!(elapsed < FAILS_WITHIN, "gave up after {elapsed:?}: {error}");
-    match &error {
-        Error::NoServerReachable { attempts, .. } => {
-            assert!(
-                attempts_allowed.contains(attempts),
-                "{attempts} attempts, not {attempts_allowed:?} (no storm): {error}"
-            );
-        }
-        other => panic!("expected NoServerReachable, got {other:?}"),
-    }
-    error
-        .tls_failure()
-        .cloned()
-        .unwrap_or_else(|| panic!("not a TLS failure: {error}"))
-}
 
 #[tokio::test]
 async fn every_operation_over_tls() {

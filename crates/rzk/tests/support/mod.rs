@@ -36,6 +36,14 @@ pub(crate) fn command(server: &str, args: &[&str]) -> Command {
     command
 }
 
+/// `rzk` with `args` against `server` (as [`command`]), supervising `script` run by `sh -c`
+/// (after `--`): for `rzk lock`, `leader`, `barrier`.
+pub(crate) fn with_script(server: &str, args: &[&str], script: &str) -> Command {
+    let mut all = args.to_vec();
+    all.extend(["--", "sh", "-c", script]);
+    command(server, &all)
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub(crate) struct Run {

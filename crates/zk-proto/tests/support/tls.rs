@@ -2,10 +2,10 @@
 //! and not in the kit, whose client helpers build zk-proto without TLS (so that this crate's
 //! tests without default features stay without it).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use zk_proto::TlsOptions;
-use zk_testkit::client::{server_builder, start_server_with};
+use zk_proto::{Error, TlsFailure, TlsOptions};
+use zk_testkit::client::{builder, server_builder, start_server_with, within};
 use zk_testkit::{ClientAuth, TestCerts, ZkServer};
 
 /// A permanent failure must end `connect` well before this (the connect timeout of these
@@ -36,4 +36,44 @@ pub(crate) fn trusting(certs: &TestCerts) -> TlsOptions {
 /// Trusts the test CA and presents the client certificate it issued.
 pub(crate) fn mutual(certs: &TestCerts) -> TlsOptions {
     trusting(certs).client_cert_pem_files(certs.client_cert(), certs.client_key())
+}
+
+/// Connects with `options`, expecting it to fail for good: returns the TLS failure, after
+/// checking that it came fast and after one attempt per host.
+pub(crate) async fn refused(options: TlsOptions, connect_string: &str, hosts: u32) -> TlsFailure {
+    refused_within(options, connect_string, hosts..=hosts).await
+}
+
+/// As [`refused`], with the number of attempts in `attempts`.
+pub(crate) async fn refused_within(
+    options: TlsOptions,
+    connect_string: &str,
+    attempts_allowed: std::ops::RangeInclusive<u32>,
+) -> TlsFailure {
+    let started = Instant::now();
+    let result = within(
+        "a refused connect",
+        Duration::from_secs(30),
+        builder()
+            .connect_timeout(Some(Duration::from_secs(20)))
+            .tls(options)
+            .connect(connect_string),
+    )
+    .await;
+    let error = result.expect_err("the connect must fail");
+    let elapsed = started.elapsed();
+    assert!(elapsed < FAILS_WITHIN, "gave up after {elapsed:?}: {error}");
+    match &error {
+        Error::NoServerReachable { attempts, .. } => {
+            assert!(
+                attempts_allowed.contains(attempts),
+                "{attempts} attempts, not {attempts_allowed:?} (no storm): {error}"
+            );
+        }
+        other => panic!("expected NoServerReachable, got {other:?}"),
+    }
+    error
+        .tls_failure()
+        .cloned()
+        .unwrap_or_else(|| panic!("not a TLS failure: {error}"))
 }
