@@ -20,7 +20,7 @@
 //! - Nodes: [`children`], [`mkdirs`], [`create_node`], [`set_node`] and [`read_tree`] (a whole
 //!   subtree); a cache is compared with the server as [`NodeSeen`]s ([`node_seen`],
 //!   [`tree_seen`]).
-//! - Dynamic reconfiguration, on a [`DynamicEnsemble`] from [`start_dynamic_ensemble`]:
+//! - Dynamic reconfiguration, on a [`DynamicEnsemble`](crate::DynamicEnsemble) from [`start_dynamic_ensemble`]:
 //!   [`add_member`], [`remove_member`] and [`replace_member`] change the membership with
 //!   `reconfig` and wait, at most [`RECONFIG_LIMIT`], through the leader's documented
 //!   transient answers and lost replies; [`reconfig`] sends any request that way and returns

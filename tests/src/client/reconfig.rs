@@ -36,7 +36,7 @@ pub const CONFIG_NODE: &str = "/zookeeper/config";
 ///
 /// # Panics
 ///
-/// As [`start_server`].
+/// As [`start_server`](super::start_server).
 pub async fn start_dynamic_ensemble(builder: DynamicEnsembleBuilder) -> Arc<DynamicEnsemble> {
     Arc::new(started(blocking(move || builder.start()).await))
 }
