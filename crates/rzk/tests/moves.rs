@@ -12,7 +12,7 @@ use support::{finish, lines, scratch, signal, until_terminated, wait_lines, with
 use zk_proto::Client;
 use zk_testkit::client::{
     add_member, blocking, builder, children, connect_with, eventually, remove_member, serial,
-    start_dynamic_ensemble,
+    start_dynamic_ensemble, within,
 };
 use zk_testkit::{DynamicEnsemble, started};
 
@@ -42,6 +42,9 @@ async fn servers_of(ensemble: &std::sync::Arc<DynamicEnsemble>) -> BTreeMap<i64,
 
 /// The owner of the lock node under `path` (its only child).
 async fn owner(admin: &Client, path: &str) -> i64 {
+    // The command's session may be on another server than `admin`'s: without a sync, the
+    // listing may not have its node yet.
+    within("sync", LIMIT, admin.sync(path)).await.expect("sync");
     let nodes = children(admin, path).await;
     assert_eq!(nodes.len(), 1, "{path}: {nodes:?}");
     admin
