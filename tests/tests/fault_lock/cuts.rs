@@ -13,10 +13,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_create_reply_ends_with_our_node_or_none() {
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = connect(&proxy.connect_string()).await;
-    let observer = connect(&server.connect_string()).await;
+    let (_server, proxy, client, observer) = proxied_and_direct().await;
     let path = "/fault/lost-create";
     mkdirs(&observer, path).await;
     let sid = client.session_id();
@@ -138,10 +135,7 @@ async fn a_lost_create_reply_ends_with_our_node_or_none() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let waiter_client = connect(&proxy.connect_string()).await;
-    let holder_client = connect(&server.connect_string()).await;
+    let (_server, proxy, waiter_client, holder_client) = proxied_and_direct().await;
     let path = "/fault/cut-waiter";
     let holder = acquire(&holder_client, path).await;
     let holder_name = name(holder.node());
@@ -193,10 +187,7 @@ async fn a_waiter_cut_off_during_the_release_acquires_on_reconnect() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_create_reply_leaves_no_orphan() {
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let client = connect(&proxy.connect_string()).await;
-    let observer = connect(&server.connect_string()).await;
+    let (_server, proxy, client, observer) = proxied_and_direct().await;
     let path = "/lost-reply/lock";
     // Make sure the parent exists, so the first request of an acquire is the create.
     drop(

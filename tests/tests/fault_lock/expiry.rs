@@ -12,10 +12,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_session_expires_fails_and_leaves_nothing() {
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let waiter_client = connect(&proxy.connect_string()).await;
-    let holder_client = connect(&server.connect_string()).await;
+    let (_server, proxy, waiter_client, holder_client) = proxied_and_direct().await;
     let path = "/fault/expired-waiter";
     let holder = acquire(&holder_client, path).await;
     let holder_name = name(holder.node());
@@ -93,10 +90,7 @@ async fn an_expired_client_dials_no_more() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_holder_loses_the_lock_and_the_next_waiter_gets_it_after_its_node_is_gone() {
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let holder_client = connect(&proxy.connect_string()).await;
-    let waiter_client = connect(&server.connect_string()).await;
+    let (_server, proxy, holder_client, waiter_client) = proxied_and_direct().await;
     let holder = Lock::new(&holder_client, "/expiry/lock")
         .acquire(None)
         .await

@@ -32,10 +32,7 @@ async fn a_frozen_holder_with_a_write_stuck_in_the_socket_still_learns_it_lost_t
 /// The body of the two frozen-holder tests; `stuck_write`: queue writes the peer never takes.
 async fn frozen_holder(stuck_write: bool) {
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let holder_client = connect(&proxy.connect_string()).await;
-    let rival_client = connect(&server.connect_string()).await;
+    let (_server, proxy, holder_client, rival_client) = proxied_and_direct().await;
     assert_eq!(holder_client.negotiated_timeout(), Some(SESSION));
     let path = "/fault/frozen-holder";
     let holder = acquire(&holder_client, path).await;
@@ -129,10 +126,7 @@ async fn frozen_holder(stuck_write: bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_event_must_not_extend_the_holders_local_expiry() {
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let holder_client = connect(&proxy.connect_string()).await;
-    let rival_client = connect(&server.connect_string()).await;
+    let (_server, proxy, holder_client, rival_client) = proxied_and_direct().await;
     let path = "/fault/poked-holder";
     let poke = "/fault/poke";
     mkdirs(&rival_client, poke).await;
@@ -200,10 +194,7 @@ async fn a_watch_event_must_not_extend_the_holders_local_expiry() {
 async fn a_short_freeze_loses_nothing_and_grants_nothing() {
     const OPS: usize = 40;
     let _serial = serial().await;
-    let server = start_server().await;
-    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
-    let holder_client = connect(&proxy.connect_string()).await;
-    let waiter_client = connect(&server.connect_string()).await;
+    let (_server, proxy, holder_client, waiter_client) = proxied_and_direct().await;
     let (path, counter, seq) = (
         "/fault/short/lock",
         "/fault/short/counter",

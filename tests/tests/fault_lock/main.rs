@@ -21,12 +21,12 @@ use jute::OpCode;
 use tokio::time::Instant;
 use zk_proto::{Client, CreateMode, CreateOptions, Error, SessionState};
 use zk_recipes::lock::{Lock, LockGuard, Validity};
-use zk_testkit::Ensemble;
 use zk_testkit::client::{
     SESSION_TIMEOUT, StateLog, blocking, builder, children, connect, connect_with, mkdirs, serial,
     start_ensemble, start_server, wait_children, wait_state, within,
 };
 use zk_testkit::fault::FaultProxy;
+use zk_testkit::{Ensemble, ZkServer};
 
 /// A bound for a single acquire or release that must succeed.
 const CALL: Duration = Duration::from_secs(30);
@@ -49,6 +49,16 @@ async fn owners(client: &Client, path: &str) -> Vec<(String, i64)> {
         }
     }
     out
+}
+
+/// The kit's standalone server, a session behind a proxy of its own to it (the one a scenario
+/// cuts, freezes or isolates) and a session straight to it.
+async fn proxied_and_direct() -> (ZkServer, FaultProxy, Client, Client) {
+    let server = start_server().await;
+    let proxy = FaultProxy::start(server.addr()).await.expect("proxy");
+    let proxied = connect(&proxy.connect_string()).await;
+    let direct = connect(&server.connect_string()).await;
+    (server, proxy, proxied, direct)
 }
 
 /// An in-process check of mutual exclusion: the critical section of every holder.
