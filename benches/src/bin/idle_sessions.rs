@@ -127,6 +127,8 @@ struct Report {
     hold_cpu: Duration,
     hold_server_cpu: Option<Duration>,
     rss_growth_during_hold: Option<f64>,
+    /// Net heap per session at the end of the hold, after pings alone.
+    heap_after_hold_per_session: f64,
     not_connected_seen: usize,
     first_not_connected: Option<Duration>,
     longest_stall: Duration,
@@ -315,6 +317,7 @@ async fn run(
     let mntr_after = Mntr::read(addrs).ok();
     let zxid_after = zxid(addrs);
     let rss_after_hold = rss();
+    let (heap_after_hold, _) = heap();
 
     let lost = clients
         .iter()
@@ -360,6 +363,7 @@ async fn run(
         rss_growth_during_hold: rss_after_hold
             .zip(rss_idle)
             .map(|(a, b)| a as f64 - b as f64),
+        heap_after_hold_per_session: (heap_after_hold - heap_before) as f64 / n,
         not_connected_seen,
         first_not_connected,
         longest_stall,
@@ -442,6 +446,7 @@ fn print(report: &Report, options: &Options) {
                "server_alive_connections": report.alive_connections,
                "server_global_sessions": report.server_sessions,
                "rss_growth_during_hold_bytes": report.rss_growth_during_hold,
+               "heap_bytes_per_session_after_hold": report.heap_after_hold_per_session,
                "not_connected_observations": report.not_connected_seen,
                "first_not_connected_s": report.first_not_connected.map(|d| d.as_secs_f64()),
                "longest_wakeup_delay_ms": report.longest_stall.as_secs_f64() * 1e3,
@@ -504,8 +509,9 @@ fn print(report: &Report, options: &Options) {
         "idle for {secs:.1} s ({:.1} session timeouts of {} ms): server received {} packets \
          ({}/s, {:.0}/s expected: {} per session per s), CPU per ping: client {} us, server {} \
          us; server zxid \
-         {:+}, {} connections open; {} sessions lost, {} failed their round trip after{}; closed \
-         in {:.2} s; this process woke up to {:.0} ms late{}",
+         {:+}, {} connections open; heap then {:.0} B/session, RSS {:+.0} B/session over the \
+         stretch; {} sessions lost, {} failed their round trip after{}; closed in {:.2} s; this \
+         process woke up to {:.0} ms late{}",
         secs / timeout.as_secs_f64(),
         timeout.as_millis(),
         opt(pings, 0),
@@ -516,6 +522,8 @@ fn print(report: &Report, options: &Options) {
         opt(server_cpu_per_ping, 2),
         report.zxid_delta.unwrap_or_default(),
         opt(report.alive_connections, 0),
+        report.heap_after_hold_per_session,
+        report.rss_growth_during_hold.unwrap_or_default() / n,
         report.lost,
         report.failed_round_trips,
         report

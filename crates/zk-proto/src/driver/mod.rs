@@ -149,9 +149,9 @@ pub(crate) fn tcp_dialer() -> Dialer {
 /// own, whose result comes back on `done`. A plain thread, not the runtime's blocking pool:
 /// a step stuck in a library call (a frozen KDC) must not hold up the runtime's shutdown, and
 /// the session gives up on it after the attempt's budget anyway.
-fn run_sasl_work(session: &mut Session, done: &mpsc::UnboundedSender<SaslDone>) {
+fn run_sasl_work(session: &mut Session, sasl: &mut Option<SaslChannel>) {
     while let Some(work) = session.poll_sasl_work() {
-        let done = done.clone();
+        let done = sasl.get_or_insert_with(mpsc::unbounded_channel).0.clone();
         let started = std::thread::Builder::new()
             .name("zk-sasl".into())
             .spawn(move || {
@@ -163,6 +163,13 @@ fn run_sasl_work(session: &mut Session, done: &mpsc::UnboundedSender<SaslDone>) 
         }
     }
 }
+
+/// Where the steps of a blocking SASL mechanism come back from their threads: made for the
+/// first step (a channel's first block is 2.5 KB, and only Kerberos ever needs one).
+type SaslChannel = (
+    mpsc::UnboundedSender<SaslDone>,
+    mpsc::UnboundedReceiver<SaslDone>,
+);
 
 /// A probe of the search for a read/write server under way: its id and its I/O.
 type Probing = (ProbeId, Pin<Box<dyn Future<Output = ProbeOutcome> + Send>>);
@@ -300,7 +307,7 @@ impl Driver {
         // cancels it).
         let mut probing: Option<Probing> = None;
         // Steps of a blocking SASL mechanism (Kerberos) come back here from their threads.
-        let (sasl_tx, mut sasl_rx) = mpsc::unbounded_channel();
+        let mut sasl: Option<SaslChannel> = None;
         loop {
             // An attempt the session no longer wants (its budget ran out, the session ended)
             // is dropped; a new one starts when the session's backoff allows.
@@ -446,11 +453,11 @@ impl Driver {
                 } => {
                     self.session.handle_timeout(Instant::now().into_std());
                 },
-                Some(done) = sasl_rx.recv() => {
+                Some(done) = async { sasl.as_mut().expect("guarded").1.recv().await }, if sasl.is_some() => {
                     self.session.handle_sasl_done(Instant::now().into_std(), done);
                 },
             }
-            run_sasl_work(&mut self.session, &sasl_tx);
+            run_sasl_work(&mut self.session, &mut sasl);
             // Tell the handles what happened (a dropped connection first), then write what
             // the session wants sent.
             while let Some(event) = self.session.poll_event() {
