@@ -92,6 +92,10 @@ const BATCH_REPLY_BUDGET: usize = 64 * 1024;
 /// the data's length and the Stat.
 const BATCH_ITEM_OVERHEAD: usize = 96;
 
+/// The capacity the read queue keeps once it is drained: a burst of events fits without growing
+/// again.
+const DRAINED_QUEUE_CAPACITY: usize = 64;
+
 /// A read sent, in the order sent (which is the order of the replies).
 struct InFlight {
     read: Read,
@@ -415,7 +419,15 @@ impl Task {
     /// The next read to send: a traversal's data reads of queued nodes are taken together
     /// into one batch, as many as [`batch_limit`](Self::batch_limit) allows.
     fn next_read(&mut self) -> Option<(Read, u64)> {
-        let (read, generation) = self.queue.pop_front()?;
+        let Some((read, generation)) = self.queue.pop_front() else {
+            // The initial load queues a read per node of the tree (42 B each at a million
+            // nodes): once drained, that peak is given back rather than kept for the cache's
+            // life.
+            if self.queue.capacity() > DRAINED_QUEUE_CAPACITY {
+                self.queue.shrink_to(DRAINED_QUEUE_CAPACITY);
+            }
+            return None;
+        };
         let limit = self.batch_limit();
         let batchable = |read: &Read| {
             matches!(
