@@ -12,16 +12,14 @@
 #[path = "../../crates/zk-discovery/tests/support/curator.rs"]
 mod curator;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_discovery::{ServiceCache, ServiceDiscovery, ServiceEvent, ServiceEvents, ServiceInstance};
 use zk_proto::SessionState;
 use zk_testkit::ZkServer;
 use zk_testkit::client::{
     builder, connect, connect_proxied, connect_with, eventually, expire_session, server_builder,
-    start_server_with, within,
+    spawn_test_child, start_server_with, wait_child_line, within,
 };
 
 /// Bound of every wait.
@@ -329,29 +327,8 @@ async fn a_killed_registering_process_leaves_once_its_session_expires() {
     cache.wait_initialized(WAIT).await.expect("initialized");
     let mut events = cache.events();
 
-    let exe = std::env::current_exe().expect("this test binary");
-    let mut child = tokio::process::Command::new(exe)
-        .args([
-            "--exact",
-            "registering_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, server.connect_string())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the registering process");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    within("the child's registration", LIMIT, async {
-        while let Some(line) = lines.next_line().await.expect("child output") {
-            if line.ends_with("child-registered") {
-                return;
-            }
-        }
-        panic!("the registering process exited before registering");
-    })
-    .await;
+    let mut child = spawn_test_child("registering_child", CHILD_ENV, &server.connect_string());
+    let _stdout = wait_child_line(&mut child, "child-registered", LIMIT).await;
     match next(&mut events).await {
         ServiceEvent::Added(instance) => assert_eq!(instance.id, "child"),
         other => panic!("expected Added, got {other:?}"),

@@ -4,47 +4,12 @@
 
 mod curator_support;
 
-use curator_support::{CuratorPeer, curator_program};
+use curator_support::{CuratorPeer, checked_critical_section, curator_program};
 use std::time::{Duration, Instant};
 
 use zk_recipes::Error;
 use zk_recipes::lock::{Lock, ReadWriteLock};
 use zk_testkit::client::{connect, poll_children, serial, start_server};
-
-/// One critical section, checked the same way as the Java side does (see
-/// `tests/curator/CuratorLock.java`): an ephemeral marker node that must not exist, and a
-/// counter incremented by a read then an unconditional write. Returns the violations and the
-/// counter's value read.
-async fn checked_critical_section(
-    client: &zk_proto::Client,
-    marker: &str,
-    counter: &str,
-) -> (usize, u64) {
-    let mut violations = 0;
-    match client
-        .create(marker, "", &zk_proto::CreateOptions::ephemeral())
-        .await
-    {
-        Ok(_) => {}
-        Err(zk_proto::Error::NodeExists) => violations += 1,
-        Err(e) => panic!("create marker: {e}"),
-    }
-    let (data, _) = client.get_data(counter).await.expect("read counter");
-    let value: u64 = std::str::from_utf8(&data)
-        .expect("utf-8")
-        .parse()
-        .expect("number");
-    client
-        .set_data(counter, (value + 1).to_string(), None)
-        .await
-        .expect("write counter");
-    match client.delete(marker, None).await {
-        Ok(()) => {}
-        Err(zk_proto::Error::NoNode) => violations += 1,
-        Err(e) => panic!("delete marker: {e}"),
-    }
-    (violations, value)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_contenders_share_one_lock() {

@@ -8,43 +8,12 @@ mod curator_support;
 use std::process::Stdio;
 use std::time::Duration;
 
-use curator_support::{CuratorPeer, curator_program};
+use curator_support::{CuratorPeer, checked_critical_section, curator_program};
 use zk_recipes::Error;
 use zk_recipes::lock::{MultiLock, SemaphoreMutex};
 use zk_testkit::client::{connect, mkdirs, serial, start_server, within};
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// One critical section, checked as `tests/curator/CuratorLock.java` does: the ephemeral
-/// `marker` must not exist (NodeExists: another holder is inside), and `counter` is
-/// incremented by a read then an unconditional write (a lost update shows an overlap).
-/// Returns the violations and the counter's value read.
-async fn checked_section(client: &zk_proto::Client, marker: &str, counter: &str) -> (usize, u64) {
-    let mut violations = 0;
-    match client
-        .create(marker, "", &zk_proto::CreateOptions::ephemeral())
-        .await
-    {
-        Ok(_) => {}
-        Err(zk_proto::Error::NodeExists) => violations += 1,
-        Err(e) => panic!("create marker: {e}"),
-    }
-    let (data, _) = client.get_data(counter).await.expect("read counter");
-    let value: u64 = std::str::from_utf8(&data)
-        .expect("utf-8")
-        .parse()
-        .expect("number");
-    client
-        .set_data(counter, (value + 1).to_string(), None)
-        .await
-        .expect("write counter");
-    match client.delete(marker, None).await {
-        Ok(()) => {}
-        Err(zk_proto::Error::NoNode) => violations += 1,
-        Err(e) => panic!("delete marker: {e}"),
-    }
-    (violations, value)
-}
 
 /// Starts `tests/curator/<program>.java` on `path` with its marker and counter, for `rounds`.
 fn start_java(
@@ -130,8 +99,8 @@ async fn a_multi_lock_never_overlaps_curator_holders_of_any_of_its_locks() {
         let guard = within("multi acquire", LIMIT, multi.acquire(None))
             .await
             .expect("acquire");
-        let (va, value) = checked_section(&client, "/mli/in-a", "/mli/count-a").await;
-        let (vb, _) = checked_section(&client, "/mli/in-b", "/mli/count-b").await;
+        let (va, value) = checked_critical_section(&client, "/mli/in-a", "/mli/count-a").await;
+        let (vb, _) = checked_critical_section(&client, "/mli/in-b", "/mli/count-b").await;
         violations += va + vb;
         seen_a.push(value);
         guard.release().await.expect("release");
@@ -222,7 +191,7 @@ async fn curator_and_rust_semaphore_mutexes_alternate_without_overlap() {
             let (mut violations, mut seen) = (0, Vec::new());
             for _ in 0..RUST_ROUNDS {
                 let guard = mutex.acquire(None).await.expect("acquire");
-                let (v, value) = checked_section(&client, "/smi/in", "/smi/count").await;
+                let (v, value) = checked_critical_section(&client, "/smi/in", "/smi/count").await;
                 violations += v;
                 seen.push(value);
                 guard.release().await.expect("release");

@@ -6,35 +6,17 @@
 //! recipe with `Unimplemented`. (The process killed with SIGKILL:
 //! `tests/tests/fault_recipes/ttl.rs`.)
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use zk_proto::{Client, CreateMode, CreateOptions, EventType};
 use zk_recipes::Error;
 use zk_recipes::persistent::PersistentTtlNode;
-use zk_testkit::ZkServer;
 use zk_testkit::client::{
-    connect, eventually, server_builder, start_server, start_server_with, within,
+    connect, eventually, start_server, start_ttl_server, wall_clock_ms, within,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
 const TTL: Duration = Duration::from_secs(1);
-
-/// A server with TTL nodes, whose container manager runs every 100 ms.
-async fn ttl_server() -> ZkServer {
-    start_server_with(
-        server_builder()
-            .extended_types(true)
-            .system_property("znode.container.checkIntervalMs", 100),
-    )
-    .await
-}
-
-fn now_ms() -> i64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970");
-    i64::try_from(now.as_millis()).expect("ms fit")
-}
 
 /// Waits for `path` to be deleted, on an exists watch, and returns the wall-clock time (ms)
 /// when the deletion was seen.
@@ -43,11 +25,11 @@ async fn deleted_at(client: &Client, path: &str) -> i64 {
         loop {
             let (stat, watch) = client.exists_watch(path).await.expect("exists");
             if stat.is_none() {
-                return now_ms();
+                return wall_clock_ms();
             }
             let event = watch.changed().await.expect("event");
             if event.event_type == EventType::NODE_DELETED {
-                return now_ms();
+                return wall_clock_ms();
             }
         }
     })
@@ -56,7 +38,7 @@ async fn deleted_at(client: &Client, path: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_outlives_its_ttl_while_touched_and_goes_after_it_once_closed() {
-    let server = ttl_server().await;
+    let server = start_ttl_server().await;
     let client = connect(&server.connect_string()).await;
     let node = PersistentTtlNode::builder(&client, "/ttl1/a/svc", TTL, "up").start();
     within("created", LIMIT, node.wait_created(None))
@@ -108,7 +90,7 @@ async fn the_node_outlives_its_ttl_while_touched_and_goes_after_it_once_closed()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_existing_node_is_taken_over_and_its_data_kept_current() {
-    let server = ttl_server().await;
+    let server = start_ttl_server().await;
     let client = connect(&server.connect_string()).await;
     client
         .create("/ttl2", "old", &CreateOptions::persistent())

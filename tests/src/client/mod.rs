@@ -3,7 +3,8 @@
 //!
 //! - Servers: [`start_server`] and [`start_server_with`] ([`server_builder`] is the kit's
 //!   configuration, `tickTime` [`TICK`]), [`start_ensemble`] ([`read_only_ensemble`] sets an
-//!   ensemble up for read-only mode, [`wait_for_mode`] waits for a server's); they start the JVMs on a blocking
+//!   ensemble up for read-only mode, [`wait_for_mode`] waits for a server's; [`start_ttl_server`]
+//!   has TTL nodes, [`wall_clock_ms`] is the clock its Stats read); they start the JVMs on a blocking
 //!   thread ([`blocking`]), not on the runtime's, and fail a test with one line that says how to
 //!   install ZooKeeper when it is missing ([`started`]).
 //! - Sessions: [`builder`] ([`SESSION_TIMEOUT`], [`REQUEST_TIMEOUT`]), [`connect`],
@@ -26,6 +27,8 @@
 //!   transient answers and lost replies; [`reconfig`] sends any request that way and returns
 //!   the server's answer; [`read_config`] reads the committed configuration.
 //! - [`serial`]: one test at a time in a test binary, for tests that start JVMs.
+//! - A process of the test's own to kill: [`spawn_test_child`] runs this test binary again as
+//!   a child, [`wait_child_line`] waits for the line it prints when ready.
 //!
 //! Every helper panics on failure (these are test helpers): a test fails with a message instead
 //! of hanging. [`reconfig`] alone returns the server's error, for tests that expect one.
@@ -62,8 +65,10 @@ use zk_proto::{
 use crate::fault::FaultProxy;
 use crate::{Ensemble, EnsembleBuilder, Mode, ZkServer, ZkServerBuilder, started};
 
+mod child;
 mod reconfig;
 
+pub use child::{spawn_test_child, wait_child_line};
 pub use reconfig::{
     CONFIG_NODE, RECONFIG_LIMIT, add_member, read_config, reconfig, remove_member, replace_member,
     start_dynamic_ensemble,
@@ -117,6 +122,31 @@ pub async fn start_server() -> ZkServer {
 /// As [`start_server`].
 pub async fn start_server_with(builder: ZkServerBuilder) -> ZkServer {
     started(blocking(move || builder.start()).await)
+}
+
+/// Starts a standalone server ([`server_builder`]) with TTL nodes (`extendedTypesEnabled`)
+/// whose container manager runs every 100 ms, so that an expired TTL node goes soon after its
+/// TTL.
+///
+/// # Panics
+///
+/// As [`start_server`].
+pub async fn start_ttl_server() -> ZkServer {
+    start_server_with(
+        server_builder()
+            .extended_types(true)
+            .system_property("znode.container.checkIntervalMs", 100),
+    )
+    .await
+}
+
+/// The wall clock in milliseconds since the Unix epoch, as a Stat's `mtime` and `ctime` read
+/// it (the kit's servers run on this machine's clock).
+pub fn wall_clock_ms() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    i64::try_from(now.as_millis()).expect("ms fit")
 }
 
 /// Starts the ensemble `builder` describes on a blocking thread and waits until every server

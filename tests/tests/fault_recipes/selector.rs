@@ -9,12 +9,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_proto::{Client, CreateMode, CreateOptions, SessionState};
 use zk_recipes::Error as RecipeError;
 use zk_recipes::election::LeaderSelector;
 use zk_testkit::client::{
-    builder, connect_with, eventually, expire_session, mkdirs, serial, wait_for_state, within,
+    builder, connect_with, eventually, expire_session, mkdirs, serial, spawn_test_child,
+    wait_child_line, wait_for_state, within,
 };
 
 use super::{RECIPE_SESSION, RECIPE_TICK, WITHIN, proxied, server};
@@ -235,16 +235,7 @@ async fn a_killed_curator_leader_is_replaced_once_its_session_expires() {
     .kill_on_drop(true)
     .spawn()
     .expect("start java");
-    let mut lines = BufReader::new(java.stdout.take().expect("stdout")).lines();
-    within("Curator's selector leads", WITHIN * 2, async {
-        while let Some(line) = lines.next_line().await.expect("java output") {
-            if line == "leading" {
-                return;
-            }
-        }
-        panic!("the Curator process exited before leading");
-    })
-    .await;
+    let _stdout = wait_child_line(&mut java, "leading", WITHIN * 2).await;
     let selector = logging(&ours, "/fsel4", "rust");
     wait_queued(&selector, 2).await;
     assert!(!selector.is_leader());
@@ -290,29 +281,12 @@ async fn a_killed_rust_leader_is_replaced_once_its_session_expires() {
     let server = server(RECIPE_TICK).await;
     let ours = connect_with(builder(), &server.connect_string()).await;
     mkdirs(&ours, "/fsel-log").await;
-    let exe = std::env::current_exe().expect("this test binary");
-    let mut child = tokio::process::Command::new(exe)
-        .args([
-            "--exact",
-            "selector::leading_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, server.connect_string())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the leading process");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    within("the child leads", WITHIN, async {
-        while let Some(line) = lines.next_line().await.expect("child output") {
-            if line.ends_with("child-leading") {
-                return;
-            }
-        }
-        panic!("the leading process exited before leading");
-    })
-    .await;
+    let mut child = spawn_test_child(
+        "selector::leading_child",
+        CHILD_ENV,
+        &server.connect_string(),
+    );
+    let _stdout = wait_child_line(&mut child, "child-leading", WITHIN).await;
     let selector = logging(&ours, "/fsel5", "rust");
     wait_queued(&selector, 2).await;
     assert!(!selector.is_leader());

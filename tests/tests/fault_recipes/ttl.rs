@@ -8,38 +8,19 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_proto::{Client, EventType, SessionState};
 use zk_recipes::Error as RecipeError;
 use zk_recipes::persistent::PersistentTtlNode;
-use zk_testkit::ZkServer;
 use zk_testkit::client::{
-    builder, connect_proxied, connect_with, eventually, expire_session, serial, server_builder,
-    start_server_with, wait_for_state, within,
+    builder, connect_proxied, connect_with, eventually, expire_session, serial, spawn_test_child,
+    start_ttl_server, wait_child_line, wait_for_state, wall_clock_ms, within,
 };
 
 use super::WITHIN;
 
 const TTL: Duration = Duration::from_secs(1);
-
-/// A server with TTL nodes whose container manager runs every 100 ms.
-async fn ttl_server() -> ZkServer {
-    start_server_with(
-        server_builder()
-            .extended_types(true)
-            .system_property("znode.container.checkIntervalMs", 100),
-    )
-    .await
-}
-
-fn now_ms() -> i64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970");
-    i64::try_from(now.as_millis()).expect("ms fit")
-}
 
 /// Waits (on exists watches) until `path` exists (`true`) or is deleted (`false`); returns
 /// the wall-clock time (ms) when that was seen.
@@ -48,12 +29,12 @@ async fn wait_exists_at(client: &Client, path: &str, present: bool) -> i64 {
         loop {
             let (stat, watch) = client.exists_watch(path).await.expect("exists");
             if stat.is_some() == present {
-                return now_ms();
+                return wall_clock_ms();
             }
             let event = watch.changed().await.expect("event");
             let created = event.event_type == EventType::NODE_CREATED;
             if event.event_type == EventType::NODE_DELETED && !present || created && present {
-                return now_ms();
+                return wall_clock_ms();
             }
         }
     })
@@ -67,20 +48,6 @@ async fn outlived_two_ttls(client: &Client, touch: &str) {
     eventually("touched for two TTLs", WITHIN, || async {
         let (_, stat) = client.get_data(touch).await.expect("touch node");
         stat.mtime - stat.ctime >= 2 * 1000
-    })
-    .await;
-}
-
-/// Waits for a kill-test process's line `ready`, panicking if it exits first.
-async fn wait_line(child: &mut tokio::process::Child, ready: &str) {
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    within("the process starts", WITHIN * 2, async {
-        while let Some(line) = lines.next_line().await.expect("output") {
-            if line.ends_with(ready) {
-                return;
-            }
-        }
-        panic!("the process exited before {ready}");
     })
     .await;
 }
@@ -130,22 +97,10 @@ async fn ttl_child() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_process_leaves_its_node_to_go_a_ttl_after_its_last_touch() {
     let _serial = serial().await;
-    let server = ttl_server().await;
+    let server = start_ttl_server().await;
     let client = connect_with(builder(), &server.connect_string()).await;
-    let exe = std::env::current_exe().expect("this test binary");
-    let mut child = tokio::process::Command::new(exe)
-        .args([
-            "--exact",
-            "ttl::ttl_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, server.connect_string())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the child");
-    wait_line(&mut child, "child-touching").await;
+    let mut child = spawn_test_child("ttl::ttl_child", CHILD_ENV, &server.connect_string());
+    let _stdout = wait_child_line(&mut child, "child-touching", WITHIN * 2).await;
     outlived_two_ttls(&client, "/fttl1/node/touch").await;
     killed_then_gone(&client, child, "/fttl1/node").await;
 }
@@ -170,10 +125,10 @@ fn curator_ttl_node(connect_string: &str, path: &str) -> tokio::process::Child {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_curator_process_leaves_its_node_to_go_a_ttl_after_its_last_touch() {
     let _serial = serial().await;
-    let server = ttl_server().await;
+    let server = start_ttl_server().await;
     let client = connect_with(builder(), &server.connect_string()).await;
     let mut java = curator_ttl_node(&server.connect_string(), "/fttl2/node");
-    wait_line(&mut java, "started").await;
+    let _stdout = wait_child_line(&mut java, "started", WITHIN * 2).await;
     // Curator's layout, as ours: the node with the data and its `touch` child.
     outlived_two_ttls(&client, "/fttl2/node/touch").await;
     let (data, _) = client.get_data("/fttl2/node").await.expect("node");
@@ -184,10 +139,10 @@ async fn a_killed_curator_process_leaves_its_node_to_go_a_ttl_after_its_last_tou
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ours_and_curators_keep_one_node_which_lives_on_when_curators_process_dies() {
     let _serial = serial().await;
-    let server = ttl_server().await;
+    let server = start_ttl_server().await;
     let client = connect_with(builder(), &server.connect_string()).await;
     let mut java = curator_ttl_node(&server.connect_string(), "/fttl3/node");
-    wait_line(&mut java, "started").await;
+    let _stdout = wait_child_line(&mut java, "started", WITHIN * 2).await;
     let ours = PersistentTtlNode::builder(&client, "/fttl3/node", TTL, "ours").start();
     within("ours created", WITHIN, ours.wait_created(None))
         .await
@@ -195,7 +150,7 @@ async fn ours_and_curators_keep_one_node_which_lives_on_when_curators_process_di
     java.start_kill().expect("kill -9");
     let _ = java.wait().await;
     // Curator's touches stopped with its process; ours keep the same child alive.
-    let killed = now_ms();
+    let killed = wall_clock_ms();
     eventually("touched for two TTLs after the kill", WITHIN, || async {
         let (_, stat) = client
             .get_data("/fttl3/node/touch")
@@ -212,7 +167,7 @@ async fn ours_and_curators_keep_one_node_which_lives_on_when_curators_process_di
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_longer_than_the_ttl_lets_the_node_go_and_the_next_touch_makes_it_again() {
     let _serial = serial().await;
-    let server = ttl_server().await;
+    let server = start_ttl_server().await;
     let observer = connect_with(builder(), &server.connect_string()).await;
     // The session outlives the cut (10 s); the node's TTL (1 s) does not.
     let cut = connect_proxied(
@@ -242,7 +197,7 @@ async fn a_cut_longer_than_the_ttl_lets_the_node_go_and_the_next_touch_makes_it_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_session_ends_the_recipe_and_the_node_goes_after_its_ttl() {
     let _serial = serial().await;
-    let server = ttl_server().await;
+    let server = start_ttl_server().await;
     let observer = connect_with(builder(), &server.connect_string()).await;
     let client = connect_with(builder(), &server.connect_string()).await;
     let node = PersistentTtlNode::builder(&client, "/fttl5/node", TTL, "").start();

@@ -79,3 +79,39 @@ impl CuratorPeer {
         );
     }
 }
+
+/// One critical section of the lock interop tests (`lock_interop.rs`,
+/// `multi_lock_interop.rs`), checked the same way as the Java side does (see
+/// `tests/curator/CuratorLock.java`): an ephemeral marker node that must not exist, and a
+/// counter incremented by a read then an unconditional write. Returns the violations and the
+/// counter's value read.
+pub async fn checked_critical_section(
+    client: &zk_proto::Client,
+    marker: &str,
+    counter: &str,
+) -> (usize, u64) {
+    let mut violations = 0;
+    match client
+        .create(marker, "", &zk_proto::CreateOptions::ephemeral())
+        .await
+    {
+        Ok(_) => {}
+        Err(zk_proto::Error::NodeExists) => violations += 1,
+        Err(e) => panic!("create marker: {e}"),
+    }
+    let (data, _) = client.get_data(counter).await.expect("read counter");
+    let value: u64 = std::str::from_utf8(&data)
+        .expect("utf-8")
+        .parse()
+        .expect("number");
+    client
+        .set_data(counter, (value + 1).to_string(), None)
+        .await
+        .expect("write counter");
+    match client.delete(marker, None).await {
+        Ok(()) => {}
+        Err(zk_proto::Error::NoNode) => violations += 1,
+        Err(e) => panic!("delete marker: {e}"),
+    }
+    (violations, value)
+}
