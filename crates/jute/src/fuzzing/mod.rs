@@ -220,7 +220,12 @@ pub fn frame_decoder(data: &[u8]) {
         (Some(FrameError::NegativeLength(len)), End::Negative(expected)) => {
             assert_eq!(len, expected);
         }
-        (Some(FrameError::TooLong { len, max: limit, .. }), End::TooLong(expected)) => {
+        (
+            Some(FrameError::TooLong {
+                len, max: limit, ..
+            }),
+            End::TooLong(expected),
+        ) => {
             assert_eq!((len, limit), (expected, max));
         }
         (failure, end) => panic!("the decoder ended with {failure:?}, the reference with {end:?}"),

@@ -55,8 +55,8 @@ use crate::{Error, Result, as_len};
 use attempt::Contenders;
 pub(crate) use attempt::ensure_parents;
 pub use guard::{LockGuard, Validity};
-use rules::{Kind, MUTEX, READ, Rule, WRITE};
 pub use multi::{MultiLock, MultiLockGuard};
+use rules::{Kind, MUTEX, READ, Rule, WRITE};
 pub use semaphore_mutex::SemaphoreMutex;
 pub use semaphore_v2::{MaxLeases, SEMAPHORE_LEASES, SEMAPHORE_LOCKS, SemaphoreV2};
 
