@@ -539,28 +539,34 @@ impl Session {
     /// session ends with [`Error::NoServerReachable`], naming the hosts tried and the last
     /// failure.
     pub(super) fn give_up(&mut self, now: Instant) {
-        // An attempt still running counts, with how long it ran.
-        match self.link {
+        // An attempt still running counts, with how long it ran; it is the failure to name
+        // unless every host refused the client for good (that is the news, not an attempt
+        // cut short by the end, however little time it had).
+        let refused_for_good = self.every_host_refused_for_good();
+        let cut_short = match self.link {
             Link::Dialing { since, host } => {
-                self.failed_attempts = self.failed_attempts.saturating_add(1);
                 self.tried.insert(host);
-                self.last_failure = Some(ConnectFailure::ConnectTimedOut(now - since));
+                Some(ConnectFailure::ConnectTimedOut(now - since))
             }
             Link::Handshaking { since, .. } => {
-                self.failed_attempts = self.failed_attempts.saturating_add(1);
                 if let Some(host) = self.current_host {
                     self.tried.insert(host);
                 }
-                self.last_failure = Some(ConnectFailure::HandshakeTimedOut(now - since));
+                Some(ConnectFailure::HandshakeTimedOut(now - since))
             }
             Link::Up { .. } if self.authenticating() => {
-                self.failed_attempts = self.failed_attempts.saturating_add(1);
                 if let Some(host) = self.current_host {
                     self.tried.insert(host);
                 }
-                self.last_failure = Some(self.sasl_unfinished(now));
+                Some(self.sasl_unfinished(now))
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some(failure) = cut_short {
+            self.failed_attempts = self.failed_attempts.saturating_add(1);
+            if !refused_for_good {
+                self.last_failure = Some(failure);
+            }
         }
         let hosts = self.hosts.hosts();
         let error = Error::NoServerReachable {

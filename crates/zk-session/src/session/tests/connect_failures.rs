@@ -190,6 +190,55 @@ fn once_a_session_exists_permanent_failures_are_retried_until_it_expires_and_the
 }
 
 #[test]
+fn an_attempt_cut_short_by_the_expiry_does_not_hide_that_every_host_refused_for_good() {
+    // Under load, the last attempt may begin just before the local expiry: it is counted,
+    // but the session still ends naming the refusal, not a connect that timed out after 2 ms.
+    let mut h = Harness::new(SessionConfig {
+        hosts: hosts(2),
+        shuffle_hosts: false,
+        rng_seed: Some(5),
+        ..config()
+    });
+    dial_when_allowed(&mut h);
+    h.establish(9, 30_000);
+    h.events();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let lost = h.now;
+    let mut attempts = 0u32;
+    let mut in_flight = false;
+    while h.session.state() == SessionState::Disconnected {
+        if !in_flight && h.session.poll_connect(h.now).is_some() {
+            attempts += 1;
+            // The session expires 30 s after the connection was lost; an attempt's budget is
+            // longer than what is left after 28 s.
+            if h.now - lost > Duration::from_secs(28) {
+                // This one is still dialing when the session's time runs out.
+                in_flight = true;
+            } else {
+                h.session.handle_connect_failed(h.now, untrusted());
+            }
+        }
+        let Some(at) = h.session.poll_timeout() else {
+            break;
+        };
+        h.advance(at.saturating_duration_since(h.now));
+    }
+    assert!(in_flight, "an attempt was under way at the expiry");
+    let events = h.events();
+    match gave_up(&events) {
+        Some(Error::NoServerReachable {
+            attempts: counted,
+            last_error,
+            ..
+        }) => {
+            assert_eq!(*last_error, untrusted());
+            assert_eq!(*counted, attempts, "the attempt cut short counts");
+        }
+        other => panic!("expected NoServerReachable naming the TLS failure: {other:?}"),
+    }
+}
+
+#[test]
 fn a_session_whose_reconnections_failed_transiently_on_some_host_just_expires() {
     let mut h = Harness::new(SessionConfig {
         hosts: hosts(2),
