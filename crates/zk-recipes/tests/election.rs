@@ -468,6 +468,18 @@ async fn latch_participants_and_leadership_events() {
     );
 }
 
+/// The instant `latch` starts leading, taken by a task that waits for it from now on.
+fn leads_at(latch: &LeaderLatch) -> tokio::task::JoinHandle<Instant> {
+    let leadership = latch.leadership();
+    tokio::spawn(async move {
+        leadership
+            .wait_leader(None)
+            .await
+            .expect("the candidate leads");
+        Instant::now()
+    })
+}
+
 /// The children of `path` in Curator's latch order.
 async fn children_sorted(client: &Client, path: &str) -> Vec<String> {
     let mut children = children(client, path).await;
@@ -501,12 +513,11 @@ async fn curator_and_rust_latches_share_one_election() {
         children(&observer, path).await.len() == 3
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // When the Rust candidate starts leading, taken as it happens: it must come after the
+    // Curator leader is told to close, never beside it.
+    let rust_leads_at = leads_at(&rust);
     assert!(java_has(&mut java, "j1").await);
-    assert!(
-        !rust.is_leader(),
-        "the Rust candidate leads beside Curator's"
-    );
+    assert!(!java_has(&mut java, "j2").await);
     assert!(!java_has(&mut java, "j2").await);
     assert_eq!(leader_id(&observer, path).await, "java-1");
     // Both libraries' candidates, in line, with their ids.
@@ -519,10 +530,15 @@ async fn curator_and_rust_latches_share_one_election() {
 
     // 2. The Curator leader closes: the Rust candidate, next in line, leads (not the second
     // Curator candidate).
+    let closing = Instant::now();
     java.call("j1 close").await;
     rust.wait_leader(Some(WITHIN))
         .await
         .expect("the Rust candidate leads after Curator's leader closed");
+    assert!(
+        rust_leads_at.await.expect("the Rust candidate's start") >= closing,
+        "the Rust candidate led beside Curator's"
+    );
     enter_as_leader(&client, marker).await;
     assert_eq!(java.call("j2 await 300").await, "not-leader");
     assert_eq!(leader_id(&observer, path).await, "rust-1");
@@ -539,19 +555,20 @@ async fn curator_and_rust_latches_share_one_election() {
 
     // 4. And back to a new Rust candidate when that one closes.
     let rust = LeaderLatch::builder(&client, path, "rust-2").start();
+    let rust_leads_at = leads_at(&rust);
     eventually("the new Rust candidate's node", WITHIN, || async {
         children(&observer, path).await.len() == 2
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        !rust.is_leader(),
-        "the Rust candidate leads beside Curator's"
-    );
+    let closing = Instant::now();
     java.call("j2 close").await;
     rust.wait_leader(Some(WITHIN))
         .await
         .expect("the Rust candidate leads after Curator's leader closed");
+    assert!(
+        rust_leads_at.await.expect("the Rust candidate's start") >= closing,
+        "the Rust candidate led beside Curator's"
+    );
     enter_as_leader(&client, marker).await;
     assert_eq!(leader_id(&observer, path).await, "rust-2");
 
