@@ -582,6 +582,17 @@ mod tests {
         }
     }
 
+    /// Found by the property above in CI: the default float parser read this number back one
+    /// unit in the last place off, so a payload was not written back as it was read.
+    #[test]
+    fn a_payload_number_is_written_back_exactly() {
+        let value = json!({ "payload": 3.650_416_990_542_123e233 });
+        let bytes = serde_json::to_vec(&value).expect("JSON");
+        let instance = ServiceInstance::from_json(&bytes).expect("an instance");
+        let written: Value = serde_json::from_slice(&instance.to_json()).expect("JSON");
+        assert_eq!(written["payload"], value["payload"]);
+    }
+
     #[test]
     fn typed_payloads() {
         #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
