@@ -4,8 +4,9 @@
 //! - kill -9 of a lock-safe consumer in the middle of an item, Curator's and ours (this test
 //!   binary run as a child): of 10,000 items none is lost or taken twice, the held item goes
 //!   to another consumer once the killed one's session expired;
-//! - a cut connection: a lock-safe consumer whose completion or lock create lost its reply
-//!   loses and duplicates nothing; a default-mode consumer whose claiming delete lost its
+//! - a cut connection: a consumer cut off while it waits takes the item put meanwhile; a
+//!   lock-safe consumer whose completion or lock create lost its reply loses and duplicates
+//!   nothing; a default-mode consumer whose claiming delete lost its
 //!   reply loses that item (at most once, as documented);
 //! - session expiry: a lock-safe holder whose session expired cannot complete, and the item
 //!   goes to another consumer.
@@ -30,7 +31,7 @@ use zk_recipes::Error as RecipeError;
 use zk_recipes::curator_queue::{DistributedQueue, Message};
 use zk_testkit::ZkServer;
 use zk_testkit::client::{
-    builder, children, connect_proxied, connect_with, eventually, expire_session, join,
+    builder, children, connect_proxied, connect_with, eventually, expire_session, join, mkdirs,
     server_builder, start_server_with, within,
 };
 
@@ -449,4 +450,36 @@ async fn a_holder_whose_session_expired_cannot_complete_and_the_item_goes_to_ano
     assert_eq!(text(&again), "c-0");
     again.complete().await.expect("complete");
     assert!(children(&other, "/fq/q").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_cut_off_while_waiting_takes_the_item_put_meanwhile() {
+    let server = server().await;
+    let producer = session(&server).await;
+    mkdirs(&producer, "/fq/q").await;
+    let proxied = connect_proxied(
+        server.addr(),
+        builder().session_timeout(Duration::from_secs(10)),
+    )
+    .await;
+    let mut consumer =
+        DistributedQueue::with_lock_path(&proxied.client, "/fq/q", "/fq/locks").consumer();
+    let waiting = tokio::spawn(async move { consumer.next(TAKE).await });
+    // Its listing (which sets the children watch) reached the server, and the server has
+    // answered it: a later request of the same session was answered.
+    proxied.proxy.wait_forwarded(OpCode::GET_CHILDREN, 1).await;
+    proxied.client.exists("/fq").await.expect("exists");
+    // Cut off (connections cut and refused) while it waits; the item comes meanwhile.
+    proxied.proxy.isolate();
+    DistributedQueue::new(&producer, "/fq/q")
+        .put("c-0")
+        .await
+        .expect("put");
+    proxied.proxy.restore();
+    let message = join("the waiting consumer", LIMIT, waiting)
+        .await
+        .expect("the item put while cut off");
+    assert_eq!(text(&message), "c-0");
+    message.complete().await.expect("complete");
+    assert!(children(&producer, "/fq/q").await.is_empty());
 }
