@@ -18,7 +18,6 @@
 mod curator;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,7 +31,7 @@ use zk_recipes::curator_queue::{DistributedQueue, Message};
 use zk_testkit::ZkServer;
 use zk_testkit::client::{
     builder, children, connect_proxied, connect_with, eventually, expire_session, join, mkdirs,
-    server_builder, start_server_with, within,
+    server_builder, spawn_test_child, start_server_with, within,
 };
 
 /// Bound of a whole exchange of 10,000 items.
@@ -262,19 +261,7 @@ async fn a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode() {
             async move { curator::produce(&connect_string, FIFO, "/fq/q", COUNT, "c").await },
         )
     };
-    let exe = std::env::current_exe().expect("this test binary");
-    let mut child = tokio::process::Command::new(exe)
-        .args([
-            "--exact",
-            "lock_safe_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, &connect_string)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the child consumer");
+    let mut child = spawn_test_child("lock_safe_child", CHILD_ENV, &connect_string);
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     // A Curator consumer shares the queue and its locks with the child, then with us.
     let mut curator = CuratorConsumer::start(
