@@ -99,6 +99,9 @@ fn java_string_cmp(a: &str, b: &str) -> Ordering {
 /// character above `9` (a letter, `_`), before them when it starts with a digit or with
 /// `-`, `.`, and a child named just the lock name (an empty key) sorts first.
 pub fn sort_like_curator<T: AsRef<str>>(children: &mut [T], lock_names: &[&str]) {
+    if children.len() < 2 {
+        return;
+    }
     // Each key once (two `rfind`s), not twice per comparison.
     let mut keyed: Vec<(usize, usize)> = children
         .iter()
