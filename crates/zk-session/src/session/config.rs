@@ -49,7 +49,8 @@ pub struct SessionConfig {
     pub sasl: Option<SaslConfig>,
     /// An existing session to attach to (its id and password) instead of a new one.
     pub resume: Option<(i64, crate::Secret)>,
-    /// After the session expires, start a new one ([`Session::renew_expired`](super::Session::renew_expired)).
+    /// After the session expires, start a new one: [`Session::poll_event`](super::Session::poll_event)
+    /// does, once every event of the expiry was handed out.
     pub renew_expired: bool,
     /// Run the quorum check for the whole session, not only while it is held
     /// ([`Session::hold_quorum_check`](super::Session::hold_quorum_check)).
