@@ -1,18 +1,20 @@
 //! `zk-recipes`: coordination recipes built only on the public API of [`zk_proto`].
 //!
-//! - [`lock`]: a mutex (optionally re-entrant), a read-write lock (Curator-compatible) and
-//!   semaphores (one on Curator's `InterProcessSemaphoreV2` layout), with fencing tokens and
-//!   loss reporting;
-//! - [`election`]: the leader latch (Curator-compatible), the master node, one-shot elections,
-//!   run-while-leading;
+//! - [`lock`]: a mutex (optionally re-entrant), a read-write lock (Curator-compatible),
+//!   semaphores (one on Curator's `InterProcessSemaphoreV2` layout), a multi-lock and a
+//!   semaphore mutex (Curator's `InterProcessMultiLock` and `InterProcessSemaphoreMutex`), with
+//!   fencing tokens and loss reporting;
+//! - [`election`]: the leader latch and the leader selector (Curator-compatible), the master
+//!   node, one-shot elections, run-while-leading;
 //! - [`counter`]: a shared count (Curator's `SharedCount`) and an atomic long (Curator's
 //!   `DistributedAtomicLong`), with a stream of a count's changes;
-//! - [`barrier`] and [`queue`]: barriers, the double barrier, the start gate, FIFO and bounded
-//!   queues.
+//! - [`barrier`] and [`queue`]: barriers and the double barrier (Curator's layout), the start
+//!   gate, FIFO and bounded queues (a layout of their own); [`curator_queue`]: Curator's
+//!   distributed queues (plain, id, priority, delay) in Curator's layout;
 //! - [`cache`]: a local mirror of a subtree kept current with one persistent recursive watch;
 //!   [`group`]: group membership on top of it;
 //! - [`persistent`]: a node kept in place (created again when deleted, and after session
-//!   expiry on a client that renews expired sessions).
+//!   expiry on a client that renews expired sessions), and Curator's TTL node.
 //!
 //! The recipes share one API (`docs/recipes.md`, "Conventions"): `new(&client, path, ..)` for a
 //! recipe that sends nothing until called ([`Lock::new`](lock::Lock::new)),
