@@ -318,9 +318,12 @@ impl Session {
             pings_in_flight: VecDeque::new(),
             xids: XidAllocator::new(),
             next_id: 0,
-            control: VecDeque::new(),
-            outbox: VecDeque::new(),
-            pending: VecDeque::new(),
+            // One slot each to begin with: most sessions rarely hold more than one frame or
+            // request at a time, and a `VecDeque`'s first growth would reserve four
+            // (docs/performance.md, "Where an idle session's memory goes").
+            control: VecDeque::with_capacity(1),
+            outbox: VecDeque::with_capacity(1),
+            pending: VecDeque::with_capacity(1),
             auth_pending: VecDeque::new(),
             credentials: Vec::new(),
             auth_waiting: Vec::new(),
@@ -331,7 +334,7 @@ impl Session {
             closing: None,
             later_closers: Vec::new(),
             close_requested: false,
-            events: VecDeque::new(),
+            events: VecDeque::with_capacity(1),
             hosts,
             backoff,
             rng,
