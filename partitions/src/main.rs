@@ -177,7 +177,9 @@ fn main() {
     };
     let started = Instant::now();
     let mut results: Vec<RunResult> = Vec::new();
-    let mut errors = 0usize;
+    // Runs that could not be carried out, with why: repeated under the summary, where a log's
+    // tail (all a CI report may keep) still shows them.
+    let mut errors: Vec<String> = Vec::new();
     for &scenario in &scenarios {
         for run in 0..runs {
             eprintln!("partitions: {} run {}/{runs}", scenario.name(), run + 1);
@@ -191,8 +193,9 @@ fn main() {
                     }
                 }
                 Err(error) => {
-                    eprintln!("partitions: {} run {}: {error}", scenario.name(), run + 1);
-                    errors += 1;
+                    let error = format!("{} run {}: {error}", scenario.name(), run + 1);
+                    eprintln!("partitions: {error}");
+                    errors.push(error);
                 }
             }
         }
@@ -203,11 +206,15 @@ fn main() {
         lost_writes,
     } = print_table(&results, runs);
     eprintln!(
-        "partitions: {} scenarios x {runs} runs in {:.0} s; {broken} broken promises, {errors} runs \
+        "partitions: {} scenarios x {runs} runs in {:.0} s; {broken} broken promises, {} runs \
          that could not be carried out",
         scenarios.len(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        errors.len()
     );
+    for error in &errors {
+        eprintln!("partitions: not carried out: {error}");
+    }
     if lost_writes > 0 {
         // Not the client's promise, but never silent: the proof is in the JSON lines.
         eprintln!(
@@ -216,7 +223,7 @@ fn main() {
              in the JSON lines"
         );
     }
-    if broken > 0 || errors > 0 {
+    if broken > 0 || !errors.is_empty() {
         std::process::exit(1);
     }
 }
