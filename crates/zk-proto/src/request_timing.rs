@@ -49,7 +49,18 @@ mod off {
         }
 
         #[inline(always)]
-        pub(crate) fn received(&self, _decoded: DecodedAt) {}
+        pub(crate) fn receiving(&self) -> Receiving {
+            Receiving
+        }
+    }
+
+    /// A call's side of the receive interval: nothing.
+    #[derive(Debug)]
+    pub(crate) struct Receiving;
+
+    impl Receiving {
+        #[inline(always)]
+        pub(crate) fn received(self, _decoded: DecodedAt) {}
     }
 
     /// The connection task's stamps: nothing.

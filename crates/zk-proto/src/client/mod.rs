@@ -226,10 +226,10 @@ impl Client {
         {
             let _ = reply.send(Err(Error::Closed).into());
         }
-        let timing = self.shared.timing.clone();
+        let receiving = self.shared.timing.receiving();
         async move {
             let delivery = rx.await?;
-            timing.received(delivery.decoded);
+            receiving.received(delivery.decoded);
             Ok(delivery.result)
         }
     }

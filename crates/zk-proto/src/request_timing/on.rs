@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use crate::session::RequestId;
 
-/// When a request was issued: the instant of the call.
-pub(crate) type Issued = Instant;
+/// When a request was issued: the instant of the call, read only while requests are timed.
+pub(crate) type Issued = Option<Instant>;
 /// When a reply's frame was read, if it came in a frame (a reply the session makes up itself,
 /// a connection loss say, has none and is not timed).
 pub(crate) type DecodedAt = Option<Instant>;
@@ -223,16 +223,15 @@ impl Recorder {
         self.0.on.load(Ordering::Relaxed)
     }
 
-    /// The call's instant.
+    /// The call's instant, while requests are timed (no clock is read before).
     pub(crate) fn issued(&self) -> Issued {
-        Instant::now()
+        self.is_on().then(Instant::now)
     }
 
-    /// A caller got its reply, read off the connection at `decoded`.
-    pub(crate) fn received(&self, decoded: DecodedAt) {
-        if let Some(at) = decoded.filter(|_| self.is_on()) {
-            self.0.receive.record(at.elapsed());
-        }
+    /// What a call's future needs to time its reply: the recorder while requests are timed,
+    /// nothing before (not even a reference count).
+    pub(crate) fn receiving(&self) -> Receiving {
+        Receiving(self.is_on().then(|| self.clone()))
     }
 
     /// The figures so far; timing starts with the first call (which sees zeros).
@@ -241,6 +240,19 @@ impl Recorder {
         RequestTiming {
             send: self.0.send.snapshot(),
             receive: self.0.receive.snapshot(),
+        }
+    }
+}
+
+/// A call's side of the receive interval (see [`Recorder::receiving`]).
+#[derive(Debug)]
+pub(crate) struct Receiving(Option<Recorder>);
+
+impl Receiving {
+    /// The caller got its reply, read off the connection at `decoded`.
+    pub(crate) fn received(self, decoded: DecodedAt) {
+        if let (Some(recorder), Some(at)) = (self.0, decoded) {
+            recorder.0.receive.record(at.elapsed());
         }
     }
 }
@@ -277,8 +289,8 @@ impl SendStamps {
 
     /// A caller's request became `id`.
     pub(crate) fn submitted(&mut self, id: RequestId, issued: Issued) {
-        if self.recorder.is_on() {
-            self.issued.insert(id, issued);
+        if let Some(at) = issued.filter(|_| self.recorder.is_on()) {
+            self.issued.insert(id, at);
         }
     }
 
@@ -326,9 +338,9 @@ impl SendStamps {
     }
 
     /// The frame about to be handled was read just now (the wall clock, as every stamp here:
-    /// not the runtime's, which tests may pause).
+    /// not the runtime's, which tests may pause), while requests are timed.
     pub(crate) fn frame_read(&mut self) {
-        self.frame = Some(Instant::now());
+        self.frame = self.recorder.is_on().then(Instant::now);
     }
 
     /// The frame was handled: replies dispatched from here on came from elsewhere.
@@ -351,22 +363,30 @@ mod tests {
     fn nothing_is_timed_or_allocated_before_the_first_snapshot() {
         let recorder = Recorder::new();
         let mut stamps = SendStamps::new(recorder.clone());
-        stamps.submitted(RequestId(1), Instant::now());
+        // No clock is read and no reference taken for a call or a frame.
+        let issued = recorder.issued();
+        assert_eq!(issued, None);
+        let receiving = recorder.receiving();
+        assert!(receiving.0.is_none());
+        stamps.submitted(RequestId(1), issued);
         stamps.encoded(Some(RequestId(1)), 10);
         stamps.wrote(10);
         stamps.settled();
-        recorder.received(Some(Instant::now()));
+        stamps.frame_read();
+        assert_eq!(stamps.replied(RequestId(1)), None);
+        stamps.frame_done();
+        receiving.received(Some(Instant::now()));
         assert!(recorder.0.send.buckets.get().is_none());
         assert!(recorder.0.receive.buckets.get().is_none());
         assert!(stamps.issued.is_empty());
         // The first snapshot starts the timing (and sees nothing before it).
         let start = recorder.snapshot();
         assert_eq!((start.send.count(), start.receive.count()), (0, 0));
-        stamps.submitted(RequestId(2), Instant::now());
+        stamps.submitted(RequestId(2), recorder.issued());
         stamps.encoded(Some(RequestId(2)), 10);
         stamps.wrote(10);
         stamps.settled();
-        recorder.received(Some(Instant::now()));
+        recorder.receiving().received(Some(Instant::now()));
         let timed = recorder.snapshot().since(&start);
         assert_eq!((timed.send.count(), timed.receive.count()), (1, 1));
     }
@@ -396,8 +416,8 @@ mod tests {
         // Timing starts with the first snapshot.
         assert_eq!(recorder.snapshot().send.count(), 0);
         let start = Instant::now();
-        stamps.submitted(RequestId(1), start);
-        stamps.submitted(RequestId(2), start);
+        stamps.submitted(RequestId(1), Some(start));
+        stamps.submitted(RequestId(2), Some(start));
         stamps.encoded(None, 12);
         stamps.encoded(Some(RequestId(1)), 30);
         stamps.encoded(Some(RequestId(2)), 30);
