@@ -5,11 +5,15 @@
 // node with the lowest sequence number: its own) and reports what it does on standard output,
 // one line each, which the Rust side turns into fenced writes and believed-held intervals:
 //
-//   <slot> H <token>     it holds (leads) from now, with that token
-//   <slot> W <token>     it writes to the protected resource with that token
-//   <slot> E <0|1>       it no longer holds: 1 when Curator told it (the connection state left
-//                        CONNECTED / RECONNECTED, or the latch lost the leadership), 0 when it
-//                        released after its writes
+//   <slot> H <token> <ns>  it holds (leads) from <ns>, with that token
+//   <slot> W <token>       it writes to the protected resource with that token
+//   <slot> E <0|1> <ns>    it no longer holds from <ns>: 1 when Curator told it (the connection
+//                          state left CONNECTED / RECONNECTED, or the latch lost the
+//                          leadership), 0 when it released after its writes
+//
+// <ns> is System.nanoTime(), which on Linux reads the system-wide monotonic clock
+// (CLOCK_MONOTONIC) that the Rust side reads too: a belief is timed where it is held, not where
+// its line is read.
 //
 // A slot writes every 100 ms while Curator's connection state is connected (the standard
 // ConnectionStateListener pattern: SUSPENDED and LOST stop the work), <writes> times, then
@@ -127,9 +131,9 @@ public class CuratorFencedWorker {
                     token = -1;
                 }
                 if (token >= 0) {
-                    say(slot, "H " + token);
+                    say(slot, "H " + token + " " + System.nanoTime());
                     boolean byCurator = work(slot, token, writes, connected, latch);
-                    say(slot, "E " + (byCurator ? 1 : 0));
+                    say(slot, "E " + (byCurator ? 1 : 0) + " " + System.nanoTime());
                 }
                 try {
                     if (latch != null) {

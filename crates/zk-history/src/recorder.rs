@@ -161,8 +161,20 @@ impl<I, O> Recorder<I, O> {
     /// dropped; a handle still alive when the history is taken leaves it open (held to the
     /// end of the run).
     pub fn held(&self, process: ProcessId, token: Option<Token>) -> HeldHandle<I, O> {
-        let mut history = self.lock();
         let from = self.shared.clock.now();
+        self.held_from(process, token, from)
+    }
+
+    /// As [`held`](Self::held), from `from` on the run's clock rather than now: for a belief
+    /// timed where it was held (another process that reports it with its own reading of a
+    /// clock the run shares), not where it was heard of.
+    pub fn held_from(
+        &self,
+        process: ProcessId,
+        token: Option<Token>,
+        from: Duration,
+    ) -> HeldHandle<I, O> {
+        let mut history = self.lock();
         let index = history.held.len();
         history.held.push(HeldInterval {
             process,
@@ -350,5 +362,15 @@ mod tests {
         recorder.fault("partition");
         assert_eq!(recorder.take().faults.len(), 1);
         assert!(recorder.history().faults.is_empty());
+    }
+
+    #[test]
+    fn a_belief_timed_elsewhere_keeps_its_own_times() {
+        let recorder: Recorder<(), ()> = Recorder::new();
+        let mut held = recorder.held_from(4, Some(9), Duration::from_millis(5));
+        held.end_at(Duration::from_millis(8));
+        let h = recorder.history();
+        assert_eq!(h.held[0].from, Duration::from_millis(5));
+        assert_eq!(h.held[0].to, Some(Duration::from_millis(8)));
     }
 }

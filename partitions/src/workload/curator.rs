@@ -219,16 +219,24 @@ async fn relay(
         let Some(slot) = slot.parse::<usize>().ok().filter(|s| *s < workers.len()) else {
             continue;
         };
+        let worker = &workers[slot];
+        // When a belief began or ended: the worker's own reading of the monotonic clock, the
+        // last word of an `H` or `E` line.
+        let mut time = || match words.next().map(str::parse::<u64>) {
+            Some(Ok(nanos)) => Ok(worker.run_time_of(Duration::from_nanos(nanos))),
+            _ => Err(format!("a line without its time: {line}")),
+        };
         match what {
             "H" => {
+                let at = time()?;
                 let token = value
                     .parse::<i64>()
                     .map_err(|_| format!("a bad token line: {line}"))?;
                 if let Some(open) = terms[slot].take() {
-                    open.end(false);
+                    open.end_at(false, at);
                 }
                 holds += 1;
-                terms[slot] = Some(workers[slot].begin(token));
+                terms[slot] = Some(worker.begin_at(token, at));
             }
             "W" => {
                 if let Some(term) = &terms[slot] {
@@ -236,8 +244,9 @@ async fn relay(
                 }
             }
             "E" => {
+                let at = time()?;
                 if let Some(term) = terms[slot].take() {
-                    term.end(value == "1");
+                    term.end_at(value == "1", at);
                 }
             }
             "X" => return Err(format!("the Curator worker failed: {line}")),
@@ -256,4 +265,57 @@ async fn relay(
         let _ = child.kill().await;
     }
     Ok(holds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::fenced::{Fenced, monotonic_now};
+
+    /// A worker process that prints `first`, then `second` after a pause, then waits for its
+    /// standard input to close.
+    fn worker_process(first: &str, second: &str, pause_ms: u32) -> tokio::process::Child {
+        let script = format!(
+            "printf '%s\\n' '{first}'; sleep 0.{pause_ms:03}; printf '%s\\n' '{second}'; cat"
+        );
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        command.spawn().expect("sh")
+    }
+
+    /// A release and the next grant, in two processes whose lines the suite reads in the other
+    /// order (the releasing process's line comes 300 ms late): the beliefs keep the times the
+    /// processes stamped, so no window opens. Timed at reading, the second hold lay inside the
+    /// first.
+    #[tokio::test]
+    async fn beliefs_are_timed_where_they_were_held_not_where_they_were_read() {
+        let shared = Fenced::starting_at(std::time::Instant::now());
+        let ns = |offset_ms: u64| (monotonic_now() + Duration::from_millis(offset_ms)).as_nanos();
+        let (releases, grants) = (ns(1), ns(2));
+        let releaser = worker_process(
+            &format!("0 H 11 {}", ns(0)),
+            &format!("0 E 0 {releases}"),
+            300,
+        );
+        let granted = worker_process(&format!("0 H 12 {grants}"), &format!("0 E 0 {}", ns(3)), 0);
+        let (stop_tx, stop) = watch::channel(false);
+        let a = tokio::spawn(relay(releaser, vec![shared.worker(0, 0)], stop.clone()));
+        let b = tokio::spawn(relay(granted, vec![shared.worker(1, 0)], stop));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while shared.ended_holds() < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the lines never came"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let _ = stop_tx.send(true);
+        assert_eq!(a.await.expect("relay a"), Ok(1));
+        assert_eq!(b.await.expect("relay b"), Ok(1));
+        assert_eq!(shared.unsafe_windows(), Vec::<String>::new());
+    }
 }

@@ -49,6 +49,22 @@ pub struct Fenced {
     /// Whether a side A worker holds now.
     a_holds: AtomicBool,
     holds: Mutex<Vec<Hold>>,
+    /// The system's monotonic clock's reading at the run clock's zero: maps a worker
+    /// process's own reading of it ([`monotonic_now`]) onto the run's clock.
+    monotonic_at_zero: Duration,
+}
+
+/// The system-wide monotonic clock (`CLOCK_MONOTONIC`), which every process on the machine
+/// reads alike (the JVM's `System.nanoTime()` too): a worker process stamps each line with it,
+/// so that a belief is timed where it was held. Timed where the suite reads the line instead,
+/// two processes' lines read by two threads could swap places by a scheduling delay, and a
+/// release followed by another's grant would look like both holding at once.
+pub fn monotonic_now() -> Duration {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// One worker's view: its process id, its side, and how many writes a hold makes.
@@ -115,16 +131,30 @@ pub struct Term {
 impl Worker {
     /// A hold with `token` begins now.
     pub fn begin(&self, token: i64) -> Term {
-        let held = self.shared.recorder.held(self.process, Some(token));
+        self.begin_at(token, self.shared.recorder.now())
+    }
+
+    /// A hold with `token` began at `at` on the run's clock.
+    pub fn begin_at(&self, token: i64, at: Duration) -> Term {
+        let held = self
+            .shared
+            .recorder
+            .held_from(self.process, Some(token), at);
         if self.side_a {
             self.shared.a_holds.store(true, Ordering::SeqCst);
         }
         Term {
             worker: self.clone(),
             token,
-            from: self.shared.recorder.now(),
+            from: at,
             held,
         }
+    }
+
+    /// The run clock's time of `monotonic`, a reading of [`monotonic_now`] (in this process
+    /// or another).
+    pub fn run_time_of(&self, monotonic: Duration) -> Duration {
+        monotonic.saturating_sub(self.shared.monotonic_at_zero)
     }
 }
 
@@ -141,7 +171,13 @@ impl Term {
 
     /// The hold ends now: `by_recipe` when the recipe said so.
     pub fn end(self, by_recipe: bool) {
-        self.held.end();
+        let now = self.worker.shared.recorder.now();
+        self.end_at(by_recipe, now);
+    }
+
+    /// The hold ended at `at` on the run's clock: `by_recipe` when the recipe said so.
+    pub fn end_at(mut self, by_recipe: bool, at: Duration) {
+        self.held.end_at(at);
         let shared = &self.worker.shared;
         if self.worker.side_a {
             shared.a_holds.store(false, Ordering::SeqCst);
@@ -153,7 +189,7 @@ impl Term {
             .push(Hold {
                 process: self.worker.process,
                 from: self.from,
-                to: shared.recorder.now(),
+                to: at.max(self.from),
                 by_recipe,
             });
     }
@@ -168,8 +204,17 @@ pub struct FencedRun {
 impl Fenced {
     /// A fresh state on the run's clock.
     pub fn new(world: &World) -> Arc<Fenced> {
-        let clock = Clock::starting_at(world.start);
+        Self::starting_at(world.start)
+    }
+
+    /// A fresh state on a clock whose zero is `start`.
+    pub fn starting_at(start: std::time::Instant) -> Arc<Fenced> {
+        let clock = Clock::starting_at(start);
+        // Read back to back: the mapping is off by the gap between the two reads, the same for
+        // every line, so it never changes the order of two beliefs.
+        let monotonic_at_zero = monotonic_now().saturating_sub(clock.now());
         Arc::new(Fenced {
+            monotonic_at_zero,
             recorder: Recorder::with_clock(clock),
             store: FencedStore::new(clock),
             a_holds: AtomicBool::new(false),
@@ -350,4 +395,25 @@ pub async fn lead_term(me: &Worker, token: i64, leadership: Leadership) {
         }
     }
     term.end(by_recipe);
+}
+
+#[cfg(test)]
+impl Fenced {
+    /// How many holds have ended.
+    pub fn ended_holds(&self) -> usize {
+        self.holds.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// The unsafe windows of the history so far (it is taken).
+    pub fn unsafe_windows(&self) -> Vec<String> {
+        let history = self.recorder.take();
+        match check_fenced_history(&history) {
+            Ok(report) => report
+                .unsafe_windows
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            Err(e) => vec![format!("checking: {e}")],
+        }
+    }
 }

@@ -2,8 +2,9 @@
 //! process (the `client-pause` scenario): the `partitions` binary run as
 //! `partitions --worker lock ...` in side A's or side B's namespace runs the same worker loop as
 //! the in-process `lock` workload ([`super::lock::worker`]) and reports each hold and write as a
-//! line on its output, in the protocol of Curator's worker (`<slot> H <token>`, `<slot> W
-//! <token>`, `<slot> E <0|1>`), which the suite relays into its fenced store
+//! line on its output, in the protocol of Curator's worker (`<slot> H <token> <ns>`, `<slot> W
+//! <token>`, `<slot> E <0|1> <ns>`, where `<ns>` is the system's monotonic clock when the belief
+//! began or ended, [`monotonic_now`]), which the suite relays into its fenced store
 //! ([`super::curator`]). It ends when its standard input closes.
 
 use std::io::Write;
@@ -12,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use zk_proto::Client;
 
-use super::fenced::{HeldTerm, Holder, WRITES};
+use super::fenced::{HeldTerm, Holder, WRITES, monotonic_now};
 
 /// A slot of the worker process: its holds go to standard output.
 #[derive(Clone)]
@@ -27,7 +28,7 @@ struct LineTerm {
     token: i64,
 }
 
-/// One line on standard output, flushed at once (the suite times it when it reads it).
+/// One line on standard output, flushed at once.
 fn say(line: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
@@ -38,7 +39,8 @@ impl Holder for LineHolder {
     type Term = LineTerm;
 
     fn begin(&self, token: i64) -> LineTerm {
-        say(format_args!("{} H {token}", self.slot));
+        let at = monotonic_now().as_nanos();
+        say(format_args!("{} H {token} {at}", self.slot));
         LineTerm {
             slot: self.slot,
             token,
@@ -56,7 +58,8 @@ impl HeldTerm for LineTerm {
     }
 
     fn end(self, by_recipe: bool) {
-        say(format_args!("{} E {}", self.slot, u8::from(by_recipe)));
+        let at = monotonic_now().as_nanos();
+        say(format_args!("{} E {} {at}", self.slot, u8::from(by_recipe)));
     }
 }
 
