@@ -418,12 +418,10 @@ impl RawSession {
 }
 
 /// The names of a getChildren answer, sorted.
-pub fn sorted(children: Option<Vec<Option<String>>>) -> Vec<String> {
-    let mut names: Vec<String> = children
-        .expect("a children list")
-        .into_iter()
-        .map(|c| c.expect("a child name"))
-        .collect();
+pub fn sorted(children: Option<jute::StringList>) -> Vec<String> {
+    let children = children.expect("a children list");
+    assert!(!children.has_nulls(), "a null child name: {children:?}");
+    let mut names = children.to_vec();
     names.sort();
     names
 }

@@ -122,7 +122,7 @@ pub fn build_get_data_reply() -> (ReplyHeader, GetDataResponse) {
 
 /// The getChildren2 reply: xid 1043, children `node-0000000000` to `node-0000000999`.
 pub fn build_get_children2_reply() -> (ReplyHeader, GetChildren2Response) {
-    let children = (0..1000).map(|i| Some(format!("node-{i:010}"))).collect();
+    let children = (0..1000).map(|i| format!("node-{i:010}")).collect();
     (
         ReplyHeader {
             xid: 1043,

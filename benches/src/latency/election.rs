@@ -233,7 +233,8 @@ impl Election<'_> {
         loop {
             // The leader first, without a request; then the listing.
             if let Some(leader) = self.candidates.iter().position(|c| c.latch.is_leader()) {
-                let mut children = watcher.get_children(&self.path).await?;
+                let listed = watcher.get_children(&self.path).await?;
+                let mut children: Vec<&str> = listed.iter().collect();
                 sort_like_curator(&mut children, &[LATCH_NAME]);
                 if children.len() == self.candidates.len()
                     && let [first, second, ..] = &children[..]

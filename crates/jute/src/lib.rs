@@ -18,6 +18,8 @@
 //! - [`multi`]: the multi and multiRead bodies ([`MultiRequest`], [`MultiResponse`]).
 //! - [`message`]: a whole server frame by the op code of the request it answers
 //!   ([`ServerMessage`], [`Response`]).
+//! - [`string_list`]: [`StringList`], the type of every `vector<ustring>` field (children,
+//!   ephemerals, SetWatches paths): all the strings in one buffer, read as `&str`.
 //! - [`codes`]: op codes, error codes, event types, keeper states, watcher types, add-watch
 //!   modes, create modes and permission bits, each declared in one table; unknown values are
 //!   kept, never a panic.
@@ -29,14 +31,15 @@
 //!   present before anything is allocated, so a hostile `2^31` length in a 20-byte frame is a
 //!   [`DecodeError`], not a 2 GiB allocation.
 //! - **No copies of payloads.** Buffers decode as [`bytes::Bytes`] slices of the received
-//!   frame.
+//!   frame. A string list decodes into one buffer, not one allocation per string.
 //! - **Strict.** Booleans must be 0 or 1, vector counts -1 or more, and [`decode_exact`]
 //!   rejects trailing bytes. Strings must be UTF-8 or what Java's writer makes of a string
 //!   with characters outside the BMP (surrogate sequences, CESU-8): those decode to the
 //!   character, or U+FFFD for a lone surrogate, never an error (see
 //!   [`primitive`](crate::primitive#strings-from-java)).
 //! - **Nulls are kept.** Jute strings, buffers and vectors can be null (-1) as well as empty;
-//!   they are `Option`s here so that decoding then encoding reproduces the input byte for byte.
+//!   they are `Option`s here so that decoding then encoding reproduces the input byte for byte
+//!   (a null entry of a string list is flagged in the [`StringList`]).
 //!   The exceptions re-encode to the same value in other bytes: strings in Java's surrogate
 //!   form (re-encoded as standard UTF-8) and a ConnectRequest without its trailing readOnly
 //!   byte (re-encoded with it).
@@ -55,6 +58,7 @@ mod reader;
 pub mod records;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategy;
+pub mod string_list;
 
 pub use codes::{
     AddWatchMode, CreateMode, ErrorCode, EventType, KeeperState, OpCode, Perms, WatcherType,
@@ -66,3 +70,4 @@ pub use message::{Response, ServerMessage};
 pub use multi::{MultiOp, MultiRequest, MultiResponse, MultiResult};
 pub use reader::{Decode, Encode, Reader, decode_exact};
 pub use records::*;
+pub use string_list::StringList;

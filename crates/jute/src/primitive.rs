@@ -10,6 +10,7 @@
 //! | `buffer` | `Option<Bytes>` | `None`, length -1 |
 //! | `ustring` | `Option<String>` (written as UTF-8, read as Java writes it, below) | `None`, length -1 |
 //! | `vector<T>` | `Option<Vec<T>>` | `None`, count -1 |
+//! | `vector<ustring>` | `Option<StringList>` (one buffer for all the strings: see [`StringList`](crate::StringList)) | `None`, count -1; a null entry is flagged in the list |
 //! | trailing optional `boolean` | `Option<bool>` | `None`: the byte is absent |
 //!
 //! A record may also declare its last field with a value for when the input ends before it
@@ -57,7 +58,7 @@ use crate::error::{DecodeError, DecodeErrorKind};
 use crate::reader::{Decode, Encode, Reader};
 
 /// The length prefix written for a null buffer, string or vector.
-const NULL_LEN: i32 = -1;
+pub(crate) const NULL_LEN: i32 = -1;
 
 impl Encode for i32 {
     fn encoded_len(&self) -> usize {
@@ -138,7 +139,7 @@ impl Decode for Option<bool> {
     }
 }
 
-fn encode_len<B: BufMut>(len: Option<usize>, buf: &mut B) {
+pub(crate) fn encode_len<B: BufMut>(len: Option<usize>, buf: &mut B) {
     let prefix = match len {
         None => NULL_LEN,
         // Lengths come from values we hold in memory; a record over 2 GiB cannot be sent anyway
@@ -201,25 +202,43 @@ impl Decode for Option<String> {
 fn decode_string(raw: &[u8]) -> Result<String, DecodeError> {
     match std::str::from_utf8(raw) {
         Ok(text) => Ok(text.to_owned()),
-        Err(_) => decode_with_surrogates(raw)
+        Err(_) => {
+            let mut out = String::with_capacity(raw.len());
+            push_with_surrogates(&mut out, raw)
+                .ok_or_else(|| DecodeError::new(DecodeErrorKind::InvalidUtf8))?;
+            Ok(out)
+        }
+    }
+}
+
+/// Appends the bytes of a `ustring`, decoded as [`decode_string`] does, to `out`: at most
+/// `raw.len()` bytes. On error `out` may hold part of the string.
+pub(crate) fn push_string(out: &mut String, raw: &[u8]) -> Result<(), DecodeError> {
+    match std::str::from_utf8(raw) {
+        Ok(text) => {
+            out.push_str(text);
+            Ok(())
+        }
+        Err(_) => push_with_surrogates(out, raw)
             .ok_or_else(|| DecodeError::new(DecodeErrorKind::InvalidUtf8)),
     }
 }
 
 /// The slow path of [`decode_string`]: UTF-8 in which UTF-16 surrogates may appear as 3-byte
-/// sequences. A high surrogate sequence followed by a low one is the character they encode
-/// together; any other surrogate sequence is one U+FFFD. `None` for any other invalid byte.
+/// sequences, appended to `out`. A high surrogate sequence followed by a low one is the
+/// character they encode together; any other surrogate sequence is one U+FFFD. `None` for any
+/// other invalid byte.
 ///
-/// The output is never longer than `raw` (6 bytes become 4, 3 bytes become the 3 of U+FFFD),
-/// and `raw` is a slice of received bytes, so the reservation is bounded by the input.
-fn decode_with_surrogates(raw: &[u8]) -> Option<String> {
-    let mut out = String::with_capacity(raw.len());
+/// What is appended is never longer than `raw` (6 bytes become 4, 3 bytes become the 3 of
+/// U+FFFD), and `raw` is a slice of received bytes, so any reservation for it is bounded by the
+/// input.
+fn push_with_surrogates(out: &mut String, raw: &[u8]) -> Option<()> {
     let mut rest = raw;
     loop {
         let valid_len = match std::str::from_utf8(rest) {
             Ok(text) => {
                 out.push_str(text);
-                return Some(out);
+                return Some(());
             }
             Err(error) => error.valid_up_to(),
         };

@@ -18,6 +18,7 @@ use crate::codes::{
 };
 use crate::error::DecodeError;
 use crate::reader::{Decode, Encode, Reader};
+use crate::string_list::StringList;
 
 macro_rules! records {
     ($(
@@ -428,7 +429,7 @@ records! {
     /// The reply to getChildren.
     GetChildrenResponse = "proto.GetChildrenResponse" {
         /// The children's names (not paths).
-        children: Option<Vec<Option<String>>>,
+        children: Option<StringList>,
     }
 
     /// getChildren2 request.
@@ -442,7 +443,7 @@ records! {
     /// The reply to getChildren2.
     GetChildren2Response = "proto.GetChildren2Response" {
         /// The children's names (not paths).
-        children: Option<Vec<Option<String>>>,
+        children: Option<StringList>,
         /// The node's stat.
         stat: Stat,
     }
@@ -468,7 +469,7 @@ records! {
     /// The reply to getEphemerals.
     GetEphemeralsResponse = "proto.GetEphemeralsResponse" {
         /// The session's ephemeral nodes, as full server paths.
-        ephemerals: Option<Vec<Option<String>>>,
+        ephemerals: Option<StringList>,
     }
 
     /// sync request.
@@ -496,11 +497,11 @@ records! {
         /// The last zxid the client has seen: changes after it fire at once.
         relative_zxid: i64,
         /// Paths with a data watch.
-        data_watches: Option<Vec<Option<String>>>,
+        data_watches: Option<StringList>,
         /// Paths with an exist watch.
-        exist_watches: Option<Vec<Option<String>>>,
+        exist_watches: Option<StringList>,
         /// Paths with a child watch.
-        child_watches: Option<Vec<Option<String>>>,
+        child_watches: Option<StringList>,
     }
 
     /// Re-registers watches after a reconnect, persistent ones included (3.6.0 and later).
@@ -508,15 +509,15 @@ records! {
         /// The last zxid the client has seen.
         relative_zxid: i64,
         /// Paths with a data watch.
-        data_watches: Option<Vec<Option<String>>>,
+        data_watches: Option<StringList>,
         /// Paths with an exist watch.
-        exist_watches: Option<Vec<Option<String>>>,
+        exist_watches: Option<StringList>,
         /// Paths with a child watch.
-        child_watches: Option<Vec<Option<String>>>,
+        child_watches: Option<StringList>,
         /// Paths with a persistent watch.
-        persistent_watches: Option<Vec<Option<String>>>,
+        persistent_watches: Option<StringList>,
         /// Paths with a persistent recursive watch.
-        persistent_recursive_watches: Option<Vec<Option<String>>>,
+        persistent_recursive_watches: Option<StringList>,
     }
 
     /// addWatch request; the reply body is an [`ErrorResponse`].

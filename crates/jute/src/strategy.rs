@@ -59,6 +59,15 @@ impl<T: Generate + 'static> Generate for Option<Vec<T>> {
     }
 }
 
+/// A `vector<ustring>`: null or not, with null and empty entries among the others.
+impl Generate for Option<crate::StringList> {
+    fn strategy() -> BoxedStrategy<Self> {
+        <Option<Vec<Option<String>>>>::strategy()
+            .prop_map(|entries| entries.map(crate::StringList::from_nullable))
+            .boxed()
+    }
+}
+
 #[cfg(test)]
 pub(crate) use checks::check_properties;
 

@@ -129,7 +129,7 @@ impl ServiceDiscovery {
         match self.client.get_children(&self.base).await {
             Ok(mut names) => {
                 names.sort();
-                Ok(names)
+                Ok(names.to_vec())
             }
             Err(zk_proto::Error::NoNode) => Ok(Vec::new()),
             Err(e) => Err(e.into()),

@@ -51,7 +51,9 @@ pub use client::{
 };
 pub use ensemble_config::TlsPorts;
 pub use jute;
-pub use jute::{AddWatchMode, CreateMode, EventType, KeeperState, Perms, Stat, WatcherType};
+pub use jute::{
+    AddWatchMode, CreateMode, EventType, KeeperState, Perms, Stat, StringList, WatcherType,
+};
 #[cfg(feature = "request-timing")]
 pub use request_timing::{LatencySummary, RequestTiming};
 pub use session::{MultiOperation, SessionState, WatchedEvent};

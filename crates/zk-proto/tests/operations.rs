@@ -100,7 +100,10 @@ async fn create_read_write_delete_and_their_errors() {
         2
     );
     assert_eq!(client.get_all_children_number("/a").await, Ok(2));
-    assert_eq!(client.get_ephemerals("/").await, Ok(vec![eph.clone()]));
+    assert_eq!(
+        client.get_ephemerals("/").await.map(|l| l.to_vec()),
+        Ok(vec![eph.clone()])
+    );
     assert_eq!(client.delete("/a", None).await, Err(Error::NotEmpty));
     assert_eq!(client.delete(&eph, Some(5)).await, Err(Error::BadVersion));
     client
@@ -224,7 +227,7 @@ async fn check_and_multi_report_per_operation_results() {
         .expect("multiRead");
     assert!(matches!(&reads[0], Ok(MultiReadItem::Data(data, _)) if &data[..] == b"v"));
     assert_eq!(reads[1], Err(Error::NoNode));
-    assert_eq!(reads[2], Ok(MultiReadItem::Children(vec![])));
+    assert_eq!(reads[2], Ok(MultiReadItem::Children(Default::default())));
     assert!(matches!(
         client.multi(vec![MultiOperation::get_data("/m")]).await,
         Err(Error::InvalidArgument(_))

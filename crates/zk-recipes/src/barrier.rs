@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use zk_proto::{Client, CreateOptions, Error, EventType};
+use zk_proto::{Client, CreateOptions, Error, EventType, StringList};
 
 use crate::cleanup::withdraw;
 use crate::deadline::within;
@@ -356,17 +356,17 @@ impl DoubleBarrier {
     async fn leave_and_wait(&self) -> Result<()> {
         let node = self.node_path();
         loop {
-            let mut children = match self.client.get_children(&self.path).await {
-                Ok(children) => children,
-                Err(Error::NoNode) => Vec::new(),
+            let listed = match self.client.get_children(&self.path).await {
+                Ok(listed) => listed,
+                Err(Error::NoNode) => StringList::new(),
                 Err(error) => return Err(error.into()),
             };
-            children.retain(|c| is_participant(c));
-            children.sort();
-            let Some(lowest) = children.first().cloned() else {
+            let mut children: Vec<&str> = listed.iter().filter(|c| is_participant(c)).collect();
+            children.sort_unstable();
+            let Some(lowest) = children.first().copied() else {
                 break;
             };
-            let ours = children.contains(&self.name);
+            let ours = children.contains(&self.name.as_str());
             if ours && children.len() == 1 {
                 match self.client.delete(&node, None).await {
                     Ok(()) | Err(Error::NoNode) => {}
@@ -376,13 +376,13 @@ impl DoubleBarrier {
             }
             let watched = if ours && lowest == self.name {
                 // The lowest waits for the highest; it deletes its own node last.
-                let highest = children.last().cloned().unwrap_or_default();
+                let highest = children.last().copied().unwrap_or_default();
                 self.client
-                    .exists_watch(&join_path(&self.path, &highest))
+                    .exists_watch(&join_path(&self.path, highest))
                     .await?
             } else {
                 let deleted = ours.then(|| self.client.delete(&node, None));
-                let watched = self.client.exists_watch(&join_path(&self.path, &lowest));
+                let watched = self.client.exists_watch(&join_path(&self.path, lowest));
                 if let Some(deleted) = deleted {
                     match deleted.await {
                         Ok(()) | Err(Error::NoNode) => {}

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
-use zk_proto::{Client, CreateMode, CreateOptions, Error, MultiItem, MultiOperation};
+use zk_proto::{Client, CreateMode, CreateOptions, Error, MultiItem, MultiOperation, StringList};
 
 use crate::barrier::{ensure_path, join_path};
 use crate::deadline::{deadline_of, until, wait_watch};
@@ -215,21 +215,24 @@ impl Queue {
     /// reads no more items ([`crate::Error::Timeout`]); a delete once sent is awaited.
     async fn claim_first(
         &self,
-        mut children: Vec<String>,
+        children: StringList,
         deadline: Option<Instant>,
     ) -> Result<(Option<Item>, bool)> {
-        children.retain(|c| is_item(c));
+        let mut children: Vec<&str> = children.iter().filter(|c| is_item(c)).collect();
         sort_by_sequence(&mut children);
         let mut changed = false;
         for name in children {
-            let path = join_path(&self.path, &name);
+            let path = join_path(&self.path, name);
             let (data, stat) = match until(deadline, self.client.get_data(&path)).await? {
                 Ok(read) => read,
                 Err(Error::NoNode) => continue,
                 Err(error) => return Err(error.into()),
             };
             match self.client.delete(&path, Some(stat.version)).await {
-                Ok(()) => return Ok((Some(Item { name, data }), changed)),
+                Ok(()) => {
+                    let name = name.to_owned();
+                    return Ok((Some(Item { name, data }), changed));
+                }
                 // Taken by another consumer: try the next one.
                 Err(Error::NoNode) => {}
                 // Changed since read: try the next one; the next listing sees it again.

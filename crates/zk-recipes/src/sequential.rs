@@ -52,13 +52,17 @@ pub fn sequence_of(name: &str) -> Option<i64> {
 }
 
 /// Sorts sequential children by their sequence number (names without one go last, by name),
-/// as Curator's lock drivers do.
-pub fn sort_by_sequence(children: &mut [String]) {
-    children.sort_by(|a, b| match (sequence_of(a), sequence_of(b)) {
-        (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.cmp(b),
+/// as Curator's lock drivers do. Owned names or borrowed ones (`Vec<&str>` from a
+/// [`StringList`](zk_proto::StringList)'s `iter`).
+pub fn sort_by_sequence<T: AsRef<str>>(children: &mut [T]) {
+    children.sort_by(|a, b| {
+        let (a, b) = (a.as_ref(), b.as_ref());
+        match (sequence_of(a), sequence_of(b)) {
+            (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.cmp(b),
+        }
     });
 }
 

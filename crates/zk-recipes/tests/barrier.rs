@@ -123,7 +123,7 @@ async fn double_barrier_enters_together_and_leaves_together(clients: &[zk_proto:
         join("a double-barrier participant", WITHIN, task).await;
     }
     assert_eq!(entered.load(Ordering::SeqCst), n);
-    let left: Vec<String> = observer.get_children(path).await.expect("children");
+    let left = observer.get_children(path).await.expect("children");
     assert!(
         left.is_empty(),
         "every node and the ready node are gone: {left:?}"

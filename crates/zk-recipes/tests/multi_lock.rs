@@ -13,7 +13,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 async fn children(client: &zk_proto::Client, path: &str) -> Vec<String> {
     match client.get_children(path).await {
-        Ok(children) => children,
+        Ok(children) => children.to_vec(),
         Err(zk_proto::Error::NoNode) => Vec::new(),
         Err(e) => panic!("list {path}: {e}"),
     }

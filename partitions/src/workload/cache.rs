@@ -225,7 +225,7 @@ async fn read_tree(client: &Client) -> Result<BTreeMap<String, (Vec<u8>, i64)>, 
     let mut tree = BTreeMap::new();
     let (data, stat) = client.get_data(TREE).await.map_err(|e| e.to_string())?;
     tree.insert(TREE.to_owned(), (data.to_vec(), stat.mzxid));
-    for child in client.get_children(TREE).await.map_err(|e| e.to_string())? {
+    for child in &client.get_children(TREE).await.map_err(|e| e.to_string())? {
         let path = format!("{TREE}/{child}");
         match client.get_data(&path).await {
             Ok((data, stat)) => {

@@ -467,7 +467,8 @@ pub async fn assert_dials_no_more(session_timeout: Duration, attempts: impl Fn()
 /// On any other error, or when the call takes more than 10 s.
 pub async fn children(client: &Client, path: &str) -> Vec<String> {
     match within("list", CALL_LIMIT, client.get_children(path)).await {
-        Ok(mut children) => {
+        Ok(children) => {
+            let mut children = children.to_vec();
             children.sort();
             children
         }

@@ -48,7 +48,7 @@ async fn queue_consumer_crashes_after_claiming_no_item_delivered_twice() {
 
     // X: the reply of its claiming delete is lost, then it crashes.
     let mut crashed_claimed: BTreeSet<String> = BTreeSet::new();
-    let mut names = direct.get_children(path).await.expect("children");
+    let mut names = direct.get_children(path).await.expect("children").to_vec();
     zk_recipes::sequential::sort_by_sequence(&mut names);
     let head = format!("{path}/{}", names[0]);
     let (head_data, _) = direct.get_data(&head).await.expect("head item");

@@ -181,7 +181,7 @@ async fn starts(client: &Client) -> Vec<String> {
     let mut children = client.get_children("/fsel-log").await.expect("list");
     children.sort();
     let mut ids = Vec::new();
-    for child in children {
+    for child in &children {
         let (data, _) = client
             .get_data(&format!("/fsel-log/{child}"))
             .await

@@ -106,7 +106,7 @@ fn decoded_values_match_what_the_reference_was_given() {
     );
 
     // Vectors: null versus empty, null elements, 1000 children in order.
-    let children = |v: GetChildrenResponse| v.children;
+    let children = |v: GetChildrenResponse| v.children.map(|list| list.to_nullable_vec());
     check("proto.GetChildrenResponse", "null", children, None);
     check("proto.GetChildrenResponse", "empty", children, Some(vec![]));
     check(
@@ -302,7 +302,7 @@ fn decoded_multi_bodies_match_what_the_reference_was_given() {
             MultiResult::SetData(SetDataResponse { stat: max_stat() }),
             MultiResult::Check,
             MultiResult::GetChildren(GetChildrenResponse {
-                children: Some(vec![s("x"), s("y")]),
+                children: Some(["x", "y"].into_iter().collect()),
             }),
             MultiResult::GetData(GetDataResponse {
                 data: Some(Bytes::from_static(b"data")),

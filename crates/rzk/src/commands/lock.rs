@@ -117,9 +117,10 @@ fn held(path: &str, first: Option<&str>) -> Failure {
 /// The first contender of the lock at `path`, `None` when there is none.
 async fn first_contender(client: &Client, path: &str) -> Result<Option<String>, Failure> {
     match client.get_children(path).await {
-        Ok(mut children) => {
+        Ok(children) => {
+            let mut children: Vec<&str> = children.iter().collect();
             sort_like_curator(&mut children, &[MUTEX_NAME]);
-            Ok(children.into_iter().next())
+            Ok(children.first().map(|first| (*first).to_owned()))
         }
         Err(Error::NoNode) => Ok(None),
         Err(e) => Err(zk_failure("lock", path, &e)),
@@ -261,7 +262,8 @@ pub(super) async fn locks(client: &Client, path: &str, out: Output) -> Outcome {
     let mut children = client
         .get_children(path)
         .await
-        .map_err(|e| zk_failure("locks", path, &e))?;
+        .map_err(|e| zk_failure("locks", path, &e))?
+        .to_vec();
     let recipe = Recipe::of(&children);
     recipe.sort(&mut children);
     let roles = recipe.roles(&children);

@@ -34,13 +34,13 @@ pub(super) async fn ls(
             .get_children_watch(path)
             .await
             .map_err(|e| zk_failure("ls", path, &e))?;
-        (children, Some(watcher))
+        (children.to_vec(), Some(watcher))
     } else {
         let children = client
             .get_children(path)
             .await
             .map_err(|e| zk_failure("ls", path, &e))?;
-        (children, None)
+        (children.to_vec(), None)
     };
     children.sort();
     if !recursive {
@@ -327,7 +327,8 @@ pub(super) async fn ephemerals(client: &Client, prefix: &str, out: Output) -> Ou
     let mut nodes = client
         .get_ephemerals(prefix)
         .await
-        .map_err(|e| zk_failure("ephemerals", prefix, &e))?;
+        .map_err(|e| zk_failure("ephemerals", prefix, &e))?
+        .to_vec();
     nodes.sort();
     if out.json {
         out.json(&json!({ "path": prefix, "ephemerals": nodes }))?;
@@ -585,7 +586,8 @@ pub(super) async fn tree(
         let mut next = Vec::new();
         for (node, call) in calls {
             match call.await {
-                Ok((mut children, stat)) => {
+                Ok((children, stat)) => {
+                    let mut children = children.to_vec();
                     children.sort();
                     if max_depth.is_none_or(|max| depth < max) {
                         next.extend(children.iter().map(|c| paths::child(&node, c)));

@@ -236,12 +236,12 @@ async fn quota_below(client: &Client, path: &str) -> Result<Option<String>, Fail
                 Err(Error::NoNode) => continue,
                 Err(e) => return Err(zk_failure("setquota: list", &node, &e)),
             };
-            for child in children {
+            for child in &children {
                 if child == LIMITS && node != quota_dir(path) {
                     return Ok(Some(node[QUOTA_ROOT.len()..].to_owned()));
                 }
                 if child != LIMITS && child != STATS {
-                    next.push(paths::child(&node, &child));
+                    next.push(paths::child(&node, child));
                 }
             }
         }

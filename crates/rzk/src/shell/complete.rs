@@ -53,11 +53,11 @@ impl ShellHelper {
         let listing = self.runtime.block_on(async {
             tokio::time::timeout(LIST_LIMIT, client.get_children(parent)).await
         });
-        let Ok(Ok(mut children)) = listing else {
+        let Ok(Ok(listed)) = listing else {
             return Vec::new();
         };
-        children.retain(|c| c.starts_with(prefix));
-        children.sort();
+        let mut children: Vec<&str> = listed.iter().filter(|c| c.starts_with(prefix)).collect();
+        children.sort_unstable();
         children.iter().map(|c| paths::child(parent, c)).collect()
     }
 }

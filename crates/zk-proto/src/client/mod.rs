@@ -26,7 +26,7 @@ use jute::{
     AddWatchMode, Create2Response, ErrorResponse, ExistsResponse, GetAclResponse,
     GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse, GetDataResponse,
     GetEphemeralsResponse, MultiResponse, MultiResult, Response, SetAclResponse, SetDataResponse,
-    Stat, SyncResponse, WatcherType, WhoAmIResponse,
+    Stat, StringList, SyncResponse, WatcherType, WhoAmIResponse,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -433,7 +433,8 @@ impl Client {
         async move { reply.await.map(|r| r.stat) }
     }
 
-    /// The names of the node's children (not sorted).
+    /// The names of the node's children (not sorted), as a [`StringList`]: all the names in one
+    /// buffer, read as `&str` (`iter`, `get`, `contains`); `.to_vec()` gives a `Vec<String>`.
     ///
     /// # Errors
     ///
@@ -441,7 +442,7 @@ impl Client {
     pub fn get_children(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<StringList>> + Send + 'static + use<> {
         let reply = self.call::<GetChildrenResponse>(Op::GetChildren {
             path: path.to_owned(),
             watch: false,
@@ -458,7 +459,7 @@ impl Client {
     pub fn get_children_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher)>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<(StringList, OneshotWatcher)>> + Send + 'static + use<> {
         let reply = self.call_watched::<GetChildrenResponse>(Op::GetChildren {
             path: path.to_owned(),
             watch: true,
@@ -477,7 +478,7 @@ impl Client {
     pub fn get_children2(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<(StringList, Stat)>> + Send + 'static + use<> {
         let reply = self.call::<GetChildren2Response>(Op::GetChildren2 {
             path: path.to_owned(),
             watch: false,
@@ -501,7 +502,8 @@ impl Client {
     }
 
     /// The session's ephemeral nodes whose path starts with `prefix` (a raw string prefix;
-    /// `"/"` for all), chroot applied and stripped.
+    /// `"/"` for all), chroot applied and stripped, as a [`StringList`] (`.to_vec()` gives a
+    /// `Vec<String>`).
     ///
     /// # Errors
     ///
@@ -509,7 +511,7 @@ impl Client {
     pub fn get_ephemerals(
         &self,
         prefix: &str,
-    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<StringList>> + Send + 'static + use<> {
         let reply = self.call::<GetEphemeralsResponse>(Op::GetEphemerals {
             prefix: prefix.to_owned(),
         });
@@ -789,6 +791,8 @@ impl Client {
     }
 }
 
-fn names(list: Option<Vec<Option<String>>>) -> Vec<String> {
-    list.unwrap_or_default().into_iter().flatten().collect()
+/// A reply's name list: a null list is empty, and null entries (which servers never send) are
+/// dropped. No copy when there are none.
+fn names(list: Option<StringList>) -> StringList {
+    list.map(StringList::without_nulls).unwrap_or_default()
 }

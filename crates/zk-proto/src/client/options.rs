@@ -2,7 +2,7 @@
 //! and the items of a multi.
 
 use bytes::Bytes;
-use jute::Stat;
+use jute::{Stat, StringList};
 
 use crate::Error;
 pub use crate::session::CreateOptions;
@@ -48,8 +48,8 @@ impl MultiItem {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MultiReadItem {
-    /// getChildren's result.
-    Children(Vec<String>),
+    /// getChildren's result (see [`Client::get_children`](crate::Client::get_children)).
+    Children(StringList),
     /// getData's result.
     Data(Bytes, Stat),
 }

@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use zk_proto::jute::KeeperState;
 use zk_proto::{
     AddWatchMode, Client, Error, EventType, MultiOperation, MultiReadItem, PersistentWatcher,
-    ProtocolError, SessionState, Stat, WatchedEvent,
+    ProtocolError, SessionState, Stat, StringList, WatchedEvent,
 };
 
 use super::scope::Scope;
@@ -76,7 +76,7 @@ enum Reply {
     /// One result per read of a batch, in its order.
     Batch(Result<Vec<zk_proto::Result<MultiReadItem>>, Error>),
     /// Child names and the node's Stat; `None`: no such node.
-    Children(Result<Option<(Vec<String>, Stat)>, Error>),
+    Children(Result<Option<(StringList, Stat)>, Error>),
     Sync(Result<(), Error>),
     Marker,
 }
@@ -640,7 +640,7 @@ impl Task {
             let (children, czxid, pzxid) = (stat.num_children, stat.czxid, stat.pzxid);
             let applied = writer.put(path, data, stat);
             if lists && children == 0 {
-                writer.retain_children(path, czxid, pzxid, &[]);
+                writer.retain_children(path, czxid, pzxid, &StringList::new());
             } else if lists && (sweep || applied == Applied::Added) {
                 return Some(Read::Children {
                     path: path.to_owned(),
@@ -659,7 +659,7 @@ impl Task {
         path: &str,
         sweep: bool,
         generation: u64,
-        found: Option<(Vec<String>, Stat)>,
+        found: Option<(StringList, Stat)>,
     ) {
         let next = self.change(|writer, scope| {
             let mut next = Vec::new();

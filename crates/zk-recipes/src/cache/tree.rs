@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use zk_proto::Stat;
+use zk_proto::{Stat, StringList};
 
 /// One cached node: its path, its data (unless only its Stat is kept) and its Stat.
 ///
@@ -251,7 +251,7 @@ impl Writer<'_> {
         parent: &str,
         czxid: i64,
         pzxid: i64,
-        listed: &[String],
+        listed: &StringList,
     ) -> bool {
         let Some(slot) = self.map.get_mut(key(parent).as_str()) else {
             return false;
@@ -261,7 +261,7 @@ impl Writer<'_> {
         }
         slot.pzxid = pzxid;
         let gone: Vec<String> = slots_in(self.map, parent)
-            .filter(|child| !listed.iter().any(|name| name == child.node.name()))
+            .filter(|child| !listed.contains(child.node.name()))
             .map(|child| child.node.path.to_string())
             .collect();
         for path in gone {
@@ -348,13 +348,13 @@ mod tests {
         );
         // An older child list is not applied; a newer one is.
         writer.put("/a/x", None, stat(12, 12, 12));
-        assert!(!writer.retain_children("/a", 5, 4, &[]));
+        assert!(!writer.retain_children("/a", 5, 4, &StringList::new()));
         assert!(writer.contains("/a/x"));
         assert!(
-            !writer.retain_children("/a", 6, 20, &[]),
+            !writer.retain_children("/a", 6, 20, &StringList::new()),
             "another incarnation"
         );
-        assert!(writer.retain_children("/a", 5, 13, &[]));
+        assert!(writer.retain_children("/a", 5, 13, &StringList::new()));
         assert!(!writer.contains("/a/x"));
         let data: Vec<_> = out
             .iter()

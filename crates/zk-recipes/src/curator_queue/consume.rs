@@ -147,7 +147,7 @@ impl Consumer {
             Err(Error::NoNode) => return Ok(false),
             Err(error) => return Err(error.into()),
         };
-        self.pending = self.core.sorted(children).into();
+        self.pending = self.core.sorted(children.to_vec()).into();
         self.watch = Some(Box::pin(watch.changed()));
         Ok(true)
     }

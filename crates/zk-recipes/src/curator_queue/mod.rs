@@ -232,7 +232,7 @@ impl QueueCore {
 
     async fn len(&self) -> Result<usize> {
         match self.client.get_children(&self.path).await {
-            Ok(children) => Ok(self.sorted(children).len()),
+            Ok(children) => Ok(self.sorted(children.to_vec()).len()),
             Err(Error::NoNode) => Ok(0),
             Err(error) => Err(error.into()),
         }
@@ -437,7 +437,7 @@ impl DistributedIdQueue {
         let fixed = format::id_part(id);
         let fixed = &fixed[1..fixed.len() - 1];
         let mut removed = 0;
-        for name in core.sorted(children) {
+        for name in core.sorted(children.to_vec()) {
             if format::parse_id(&name).0 != fixed {
                 continue;
             }

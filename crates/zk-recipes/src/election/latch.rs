@@ -5,7 +5,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use zk_proto::{Client, CreateMode, CreateOptions, Error, EventType, Result, WatchedEvent};
+use zk_proto::{
+    Client, CreateMode, CreateOptions, Error, EventType, Result, StringList, WatchedEvent,
+};
 
 use super::{
     Candidate, CandidateSession, Leadership, LeadershipEvents, Reporter, Running, child_path,
@@ -256,14 +258,15 @@ impl Candidate for LatchCandidate {
         // know when we lead) are queued back to back: one round trip.
         let listing = client.get_children(&self.path);
         let own_exists = client.exists_watch(&own);
-        let mut children = match listing.await {
-            Ok(children) => children,
-            Err(Error::NoNode) => Vec::new(),
+        let listed = match listing.await {
+            Ok(listed) => listed,
+            Err(Error::NoNode) => StringList::new(),
             Err(error) => return Err(error),
         };
         let (own_stat, own_watch) = own_exists.await?;
+        let mut children: Vec<&str> = listed.iter().collect();
         sort_like_curator(&mut children, &[LATCH_NAME]);
-        let position = children.iter().position(|c| c == name_of(&own));
+        let position = children.iter().position(|c| *c == name_of(&own));
         let (Some(position), Some(_)) = (position, own_stat) else {
             // Our node is gone (deleted by someone else): take a new place.
             reporter.set(false);
@@ -282,10 +285,10 @@ impl Candidate for LatchCandidate {
         // although it does not lead: it is then next in line with a listing that says so, and
         // leads on its predecessor's deletion alone when its turn comes. Two candidates are
         // told of a deletion, never more: no herd.
-        let predecessor = client.exists_watch(&child_path(&self.path, &children[position - 1]));
+        let predecessor = client.exists_watch(&child_path(&self.path, children[position - 1]));
         let further = position
             .checked_sub(2)
-            .map(|i| client.exists_watch(&child_path(&self.path, &children[i])));
+            .map(|i| client.exists_watch(&child_path(&self.path, children[i])));
         let (stat, watch) = predecessor.await?;
         let further = match further {
             Some(exists) => Some(exists.await?),
@@ -428,17 +431,18 @@ impl LatchCandidate {
 /// Reads wait for the connection (bounded by the request timeout and the session's end).
 pub async fn current_leader(client: &Client, path: &str) -> crate::Result<Option<(String, Bytes)>> {
     loop {
-        let mut children = match client.get_children(path).await {
-            Ok(children) => children,
+        let listed = match client.get_children(path).await {
+            Ok(listed) => listed,
             Err(Error::NoNode) => return Ok(None),
             Err(error) => return Err(error.into()),
         };
+        let mut children: Vec<&str> = listed.iter().collect();
         sort_like_curator(&mut children, &[LATCH_NAME]);
-        let Some(first) = children.into_iter().next() else {
+        let Some(first) = children.first().copied() else {
             return Ok(None);
         };
-        match client.get_data(&child_path(path, &first)).await {
-            Ok((data, _)) => return Ok(Some((first, data))),
+        match client.get_data(&child_path(path, first)).await {
+            Ok((data, _)) => return Ok(Some((first.to_owned(), data))),
             // Gone in between: look again.
             Err(Error::NoNode) => {}
             Err(error) => return Err(error.into()),
@@ -476,11 +480,12 @@ pub struct Participant {
 ///
 /// Cancel-safe: it only reads.
 pub async fn participants(client: &Client, path: &str) -> crate::Result<Vec<Participant>> {
-    let mut children = match client.get_children(path).await {
-        Ok(children) => children,
+    let listed = match client.get_children(path).await {
+        Ok(listed) => listed,
         Err(Error::NoNode) => return Ok(Vec::new()),
         Err(error) => return Err(error.into()),
     };
+    let mut children: Vec<&str> = listed.iter().collect();
     sort_like_curator(&mut children, &[LATCH_NAME]);
     // Every read is queued before the first is awaited: one round trip for all.
     let reads: Vec<_> = children
@@ -491,7 +496,7 @@ pub async fn participants(client: &Client, path: &str) -> crate::Result<Vec<Part
     for (node, read) in children.into_iter().zip(reads) {
         match read.await {
             Ok((id, _)) => participants.push(Participant {
-                node,
+                node: node.to_owned(),
                 id,
                 is_leader: participants.is_empty(),
             }),

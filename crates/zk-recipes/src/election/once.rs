@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
-use zk_proto::{Client, CreateMode, CreateOptions, Error, Result};
+use zk_proto::{Client, CreateMode, CreateOptions, Error, Result, StringList};
 
 use super::{child_path, ensure_path, name_of};
 use crate::deadline::within;
@@ -81,9 +81,10 @@ pub async fn elect_once(
 async fn run(client: &Client, path: &str, id: Bytes) -> Result<OneShotOutcome> {
     let attempt = attempt_id();
     let own = create(client, path, &attempt, id).await?;
-    let mut children = list(client, path).await?;
+    let listed = list(client, path).await?;
+    let mut children: Vec<&str> = listed.iter().collect();
     sort_by_sequence(&mut children);
-    match children.first() {
+    match children.first().copied() {
         Some(first) if first == name_of(&own) => Ok(OneShotOutcome::Won { node: own }),
         first => {
             let leader = first.map(|first| child_path(path, first));
@@ -109,12 +110,10 @@ async fn create(client: &Client, path: &str, attempt: &str, id: Bytes) -> Result
             Err(Error::NoNode) => ensure_path(client, path).await?,
             Err(error) if error.is_outcome_unknown() => {
                 // Queued after the lost create: it sees the node if the create was applied.
-                let own = list(client, path)
-                    .await?
-                    .into_iter()
-                    .find(|child| is_own_node(child, attempt));
+                let listed = list(client, path).await?;
+                let own = listed.iter().find(|child| is_own_node(child, attempt));
                 if let Some(own) = own {
-                    return Ok(child_path(path, &own));
+                    return Ok(child_path(path, own));
                 }
             }
             Err(error) => return Err(error),
@@ -123,11 +122,11 @@ async fn create(client: &Client, path: &str, attempt: &str, id: Bytes) -> Result
 }
 
 /// The children of `path`, retrying a lost connection.
-async fn list(client: &Client, path: &str) -> Result<Vec<String>> {
+async fn list(client: &Client, path: &str) -> Result<StringList> {
     loop {
         match client.get_children(path).await {
             Ok(children) => return Ok(children),
-            Err(Error::NoNode) => return Ok(Vec::new()),
+            Err(Error::NoNode) => return Ok(StringList::new()),
             Err(error) if error.is_retryable() => {}
             Err(error) => return Err(error),
         }

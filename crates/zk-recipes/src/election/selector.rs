@@ -265,11 +265,12 @@ where
 ///
 /// Cancel-safe: it only reads.
 pub async fn selector_participants(client: &Client, path: &str) -> crate::Result<Vec<Participant>> {
-    let mut children = match client.get_children(path).await {
-        Ok(children) => children,
+    let listed = match client.get_children(path).await {
+        Ok(listed) => listed,
         Err(Error::NoNode) => return Ok(Vec::new()),
         Err(error) => return Err(error.into()),
     };
+    let mut children: Vec<&str> = listed.iter().collect();
     sort_like_curator(&mut children, &[MUTEX_NAME]);
     let reads: Vec<_> = children
         .iter()
@@ -279,7 +280,7 @@ pub async fn selector_participants(client: &Client, path: &str) -> crate::Result
     for (node, read) in children.into_iter().zip(reads) {
         match read.await {
             Ok((id, _)) => participants.push(Participant {
-                node,
+                node: node.to_owned(),
                 id,
                 is_leader: participants.is_empty(),
             }),

@@ -6,7 +6,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use zk_proto::{Client, CreateMode, CreateOptions, EventType, OneshotWatcher, WatchedEvent};
+use zk_proto::{
+    Client, CreateMode, CreateOptions, EventType, OneshotWatcher, StringList, WatchedEvent,
+};
 
 use super::guard::LockGuard;
 use super::node::OwnNode;
@@ -17,7 +19,7 @@ use crate::sequential::{attempt_id, is_own_node, protected_name, sort_by_sequenc
 use crate::{Error, Result};
 
 /// A listing and, for the semaphore, its children watch.
-pub(super) type Listing = (Vec<String>, Option<OneshotWatcher>);
+pub(super) type Listing = (StringList, Option<OneshotWatcher>);
 
 /// A watch on a contender's node, kept across listings.
 pub(super) type WatchFuture = Pin<Box<dyn Future<Output = zk_proto::Result<WatchedEvent>> + Send>>;
@@ -219,7 +221,7 @@ impl Contenders {
                 },
             };
             self.drop_duplicates(&listing, &attempt.id, &own_name).await;
-            match decide(self.kind, &listing, &own_name)? {
+            match decide(self.kind, &listing.iter().collect::<Vec<_>>(), &own_name)? {
                 Decision::Acquired => return Ok(self.guard(own.clone())),
                 Decision::Missing => return Err(Error::Lost),
                 Decision::WatchChildren | Decision::Watch { .. } if give_up => {
@@ -366,15 +368,16 @@ impl Contenders {
             let sync = self.client.sync(&self.parent);
             let list = self.client.get_children(&self.parent);
             let _ = sync.await;
-            let mut own: Vec<String> = match list.await {
-                Ok(children) => children
-                    .into_iter()
-                    .filter(|c| is_own_node(c, &attempt.id))
-                    .collect(),
+            let listed = match list.await {
+                Ok(listed) => listed,
                 Err(zk_proto::Error::NoNode) => return Ok(None),
                 Err(e) if e.is_retryable() => continue,
                 Err(e) => return Err(e.into()),
             };
+            let mut own: Vec<&str> = listed
+                .iter()
+                .filter(|c| is_own_node(c, &attempt.id))
+                .collect();
             sort_by_sequence(&mut own);
             let Some(first) = own.first() else {
                 return Ok(None);
@@ -390,7 +393,7 @@ impl Contenders {
     }
 
     /// Deletes any other node of the same attempt (a create applied twice after a lost reply).
-    pub(super) async fn drop_duplicates(&self, listing: &[String], id: &str, own: &str) {
+    pub(super) async fn drop_duplicates(&self, listing: &StringList, id: &str, own: &str) {
         for child in listing.iter().filter(|c| is_own_node(c, id) && *c != own) {
             delete_retrying(&self.client, &self.child_path(child)).await;
         }

@@ -71,7 +71,7 @@ impl Contenders {
                 },
             };
             self.drop_duplicates(&listing, &attempt.id, &own_name).await;
-            match decide(self.kind, &listing, &own_name)? {
+            match decide(self.kind, &listing.iter().collect::<Vec<_>>(), &own_name)? {
                 Decision::Acquired => return Ok(self.guard(own.clone())),
                 Decision::Missing => return Err(Error::Lost),
                 // A mutex never waits on the children (that is the semaphore's rule): list

@@ -90,13 +90,14 @@ pub(super) fn is_wrapped(key: &str) -> bool {
 /// [`sort_like_curator`] with the kind's lock names. For the semaphore, only the children
 /// named [`LEASE_NAME`] with a sequence number, by that number. A node with a recipe's name
 /// and a wrapped sequence number stops the decision ([`Error::SequenceWrapped`]).
-pub(super) fn queue_of(kind: Kind, children: &[String]) -> Result<Vec<&String>> {
-    let mut queue: Vec<&String> = Vec::with_capacity(children.len());
+pub(super) fn queue_of<S: AsRef<str>>(kind: Kind, children: &[S]) -> Result<Vec<&str>> {
+    let mut queue: Vec<&str> = Vec::with_capacity(children.len());
     for child in children {
+        let child = child.as_ref();
         let key = curator_sort_key(child, kind.sort_names);
         if kind.sort_names.iter().any(|name| child.contains(name)) && is_wrapped(key) {
             return Err(Error::SequenceWrapped {
-                child: child.clone(),
+                child: child.to_owned(),
             });
         }
         let sequential = key.len() == 10 && key.bytes().all(|b| b.is_ascii_digit());
@@ -114,15 +115,15 @@ pub(super) fn queue_of(kind: Kind, children: &[String]) -> Result<Vec<&String>> 
 /// of `InterProcessReadWriteLock`): a mutex or write-lock contender holds when it is first in
 /// the queue; a reader holds when no child whose name contains [`WRITE_NAME`] is before it; a
 /// semaphore contender holds when fewer than `permits` nodes are before it.
-pub(super) fn decide(kind: Kind, children: &[String], own: &str) -> Result<Decision> {
+pub(super) fn decide<S: AsRef<str>>(kind: Kind, children: &[S], own: &str) -> Result<Decision> {
     let queue = queue_of(kind, children)?;
-    let Some(index) = queue.iter().position(|c| c.as_str() == own) else {
+    let Some(index) = queue.iter().position(|c| *c == own) else {
         return Ok(Decision::Missing);
     };
     let before = &queue[..index];
     // The node just before `node` in the queue, if `node` is not the last one in the way.
     let before_of = |node: &str, last: bool| {
-        let at = before.iter().position(|c| c.as_str() == node)?;
+        let at = before.iter().position(|c| *c == node)?;
         (!last && at > 0).then(|| before[at - 1].to_string())
     };
     match kind.rule {

@@ -124,7 +124,7 @@ impl SemaphoreV2 {
     /// [`Error::Zk`] with the session's end or a refusal.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         match self.client.get_children(&self.leases.parent).await {
-            Ok(children) => Ok(children),
+            Ok(children) => Ok(children.to_vec()),
             Err(zk_proto::Error::NoNode) => Ok(Vec::new()),
             Err(e) => Err(e.into()),
         }

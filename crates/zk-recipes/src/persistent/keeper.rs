@@ -295,20 +295,18 @@ impl Keeper {
             let sync = self.client.sync(parent);
             let list = self.client.get_children(parent);
             let _ = sync.await;
-            let mut own: Vec<String> = match list.await {
-                Ok(children) => children
-                    .into_iter()
-                    .filter(|c| is_own_node(c, id))
-                    .collect(),
+            let listed = match list.await {
+                Ok(listed) => listed,
                 Err(zk_proto::Error::NoNode) => return Ok(None),
                 Err(e) if e.is_retryable() => continue,
                 Err(e) if e.is_terminal() => return Ok(None),
                 Err(e) => return Err(e.into()),
             };
+            let mut own: Vec<&str> = listed.iter().filter(|c| is_own_node(c, id)).collect();
             sort_by_sequence(&mut own);
             // A node of an earlier creation (deleted since) is not listed: the first one is
             // this create's. Any later duplicate is deleted.
-            let mut own = own.into_iter().map(|name| child_path(parent, &name));
+            let mut own = own.into_iter().map(|name| child_path(parent, name));
             let first = own.next();
             for duplicate in own {
                 delete_retrying(&self.client, &duplicate).await;

@@ -34,7 +34,7 @@ pub async fn entries(client: &Client, log: &str) -> Vec<(String, String)> {
     let mut children = client.get_children(log).await.expect("list the log");
     children.sort();
     let mut entries = Vec::new();
-    for child in children {
+    for child in &children {
         let (data, _) = client
             .get_data(&format!("{log}/{child}"))
             .await

@@ -353,10 +353,10 @@ pub(super) fn sample_response(
         })),
         OpCode::SET_ACL => both(Response::SetAcl(SetAclResponse { stat })),
         OpCode::GET_CHILDREN => both(Response::GetChildren(GetChildrenResponse {
-            children: Some(vec![Some("c".into())]),
+            children: Some(["c"].into_iter().collect()),
         })),
         OpCode::GET_CHILDREN2 => both(Response::GetChildren2(GetChildren2Response {
-            children: Some(vec![Some("c".into()), Some("d".into())]),
+            children: Some(["c", "d"].into_iter().collect()),
             stat,
         })),
         OpCode::SYNC => (
@@ -373,7 +373,7 @@ pub(super) fn sample_response(
         OpCode::GET_EPHEMERALS => {
             let listed = |paths: [String; 2]| {
                 Response::GetEphemerals(GetEphemeralsResponse {
-                    ephemerals: Some(paths.into_iter().map(Some).collect()),
+                    ephemerals: Some(paths.into_iter().collect()),
                 })
             };
             (

@@ -225,8 +225,8 @@ impl Harness {
         };
         assert_eq!(lists.0, check.zxid, "SetWatches relative zxid");
         for (rank, list) in (0u8..).zip(lists.1) {
-            for path in list.into_iter().flatten() {
-                let path = path.unwrap_or_default();
+            for path in list.iter().flatten() {
+                let path = path.to_owned();
                 assert!(
                     check.seen.insert((rank, path.clone())),
                     "SetWatches names {path} twice"

@@ -288,10 +288,10 @@ impl Session {
                 let root = chroot.as_str().unwrap_or("");
                 r.ephemerals = r.ephemerals.map(|paths| {
                     paths
-                        .into_iter()
+                        .iter_nullable()
                         .flatten()
-                        .filter(|p| p == root || p.starts_with(&format!("{root}/")))
-                        .map(|p| Some(chroot.strip(&p).into_owned()))
+                        .filter(|p| *p == root || p.starts_with(&format!("{root}/")))
+                        .map(|p| chroot.strip(p))
                         .collect()
                 });
                 Response::GetEphemerals(r)

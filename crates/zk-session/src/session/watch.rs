@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use jute::{EventType, SetWatches, SetWatches2};
+use jute::{EventType, SetWatches, SetWatches2, StringList};
 
 use super::RequestId;
 
@@ -287,11 +287,11 @@ impl WatchRegistry {
         let mut batches = Vec::new();
         let mut current = SetWatches2 {
             relative_zxid,
-            data_watches: Some(Vec::new()),
-            exist_watches: Some(Vec::new()),
-            child_watches: Some(Vec::new()),
-            persistent_watches: Some(Vec::new()),
-            persistent_recursive_watches: Some(Vec::new()),
+            data_watches: Some(StringList::new()),
+            exist_watches: Some(StringList::new()),
+            child_watches: Some(StringList::new()),
+            persistent_watches: Some(StringList::new()),
+            persistent_recursive_watches: Some(StringList::new()),
         };
         let mut size = 0;
         for kind in ALL_KINDS {
@@ -315,11 +315,11 @@ impl WatchRegistry {
                         &mut current,
                         SetWatches2 {
                             relative_zxid,
-                            data_watches: Some(Vec::new()),
-                            exist_watches: Some(Vec::new()),
-                            child_watches: Some(Vec::new()),
-                            persistent_watches: Some(Vec::new()),
-                            persistent_recursive_watches: Some(Vec::new()),
+                            data_watches: Some(StringList::new()),
+                            exist_watches: Some(StringList::new()),
+                            child_watches: Some(StringList::new()),
+                            persistent_watches: Some(StringList::new()),
+                            persistent_recursive_watches: Some(StringList::new()),
                         },
                     )));
                     size = 0;
@@ -332,8 +332,7 @@ impl WatchRegistry {
                     WatchKind::Persistent => &mut current.persistent_watches,
                     WatchKind::PersistentRecursive => &mut current.persistent_recursive_watches,
                 };
-                list.get_or_insert_with(Vec::new)
-                    .push(Some((*path).clone()));
+                list.get_or_insert_with(StringList::new).push(path);
             }
         }
         if size > 0 {
@@ -361,11 +360,14 @@ pub(crate) enum SetWatchesBatch {
 
 impl SetWatchesBatch {
     fn new(batch: SetWatches2) -> Self {
-        let no_persistent = batch.persistent_watches.as_ref().is_none_or(Vec::is_empty)
+        let no_persistent = batch
+            .persistent_watches
+            .as_ref()
+            .is_none_or(StringList::is_empty)
             && batch
                 .persistent_recursive_watches
                 .as_ref()
-                .is_none_or(Vec::is_empty);
+                .is_none_or(StringList::is_empty);
         if no_persistent {
             Self::V1(SetWatches {
                 relative_zxid: batch.relative_zxid,
@@ -468,8 +470,8 @@ mod tests {
                 panic!("expected SetWatches: {batch:?}")
             };
             assert_eq!(batch.relative_zxid, 42);
-            let in_batch = batch.data_watches.as_ref().map_or(0, Vec::len)
-                + batch.child_watches.as_ref().map_or(0, Vec::len);
+            let in_batch = batch.data_watches.as_ref().map_or(0, StringList::len)
+                + batch.child_watches.as_ref().map_or(0, StringList::len);
             assert!(in_batch * (4 + 7) <= 40, "batch over the cap: {batch:?}");
             paths += in_batch;
         }

@@ -299,8 +299,11 @@ fn an_exists_watch_on_a_node_that_is_there_is_set_again_as_a_data_watch() {
     let set_watches = h.sent();
     assert_eq!(set_watches[0].0.op_code, OpCode::SET_WATCHES);
     let batch: SetWatches = decode_exact(set_watches[0].1.clone()).expect("decodes");
-    assert_eq!(batch.data_watches, Some(vec![Some("/there".to_owned())]));
-    assert_eq!(batch.exist_watches, Some(vec![Some("/missing".to_owned())]));
+    assert_eq!(batch.data_watches, Some(["/there"].into_iter().collect()));
+    assert_eq!(
+        batch.exist_watches,
+        Some(["/missing"].into_iter().collect())
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ fn reconnect_resumes_with_the_last_zxid_and_rearms_watches_first() {
     h.server_says(frame(
         ok(sent[1].0.xid, 21),
         GetChildrenResponse {
-            children: Some(vec![]),
+            children: Some(Default::default()),
         },
     ));
     h.events();
@@ -32,8 +32,8 @@ fn reconnect_resumes_with_the_last_zxid_and_rearms_watches_first() {
     assert_eq!(sent[0].0.op_code, OpCode::SET_WATCHES);
     let set: SetWatches = decode_exact(sent[0].1.clone()).expect("SetWatches");
     assert_eq!(set.relative_zxid, 21);
-    assert_eq!(set.data_watches, Some(vec![Some("/d".into())]));
-    assert_eq!(set.child_watches, Some(vec![Some("/c".into())]));
+    assert_eq!(set.data_watches, Some(["/d"].into_iter().collect()));
+    assert_eq!(set.child_watches, Some(["/c"].into_iter().collect()));
     assert_eq!(
         sent[1].0.op_code,
         OpCode::GET_DATA,
@@ -74,7 +74,7 @@ fn persistent_watches_are_rearmed_with_set_watches2() {
     let set: SetWatches2 = decode_exact(sent[0].1.clone()).expect("SetWatches2");
     assert_eq!(
         set.persistent_recursive_watches,
-        Some(vec![Some("/p".into())])
+        Some(["/p"].into_iter().collect())
     );
 }
 

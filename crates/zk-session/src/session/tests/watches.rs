@@ -111,7 +111,7 @@ fn removing_watches_tells_each_watcher() {
     h.server_says(frame(
         ok(sent[0].0.xid, 2),
         GetChildrenResponse {
-            children: Some(vec![]),
+            children: Some(Default::default()),
         },
     ));
     h.events();
