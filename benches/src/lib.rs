@@ -9,8 +9,9 @@
 //! - [`scale`]: what the scale benchmarks share (`idle_sessions`, `many_watches`,
 //!   `lock_contenders`; docs/performance.md, "Scale").
 //!
-//! The `sessions`, `soak` and `tree_cache` binaries are self-contained in `src/bin/`, but for
-//! [`runtime`] and [`local_server`], which every one of them needs.
+//! The other binaries are self-contained in `src/bin/`, but for what every one of them needs
+//! around its measurement: [`runtime`] and [`local_server`], or both at once with [`Setup`],
+//! and [`quantile`].
 
 pub mod args;
 pub mod codec;
@@ -59,5 +60,97 @@ pub fn local_server(
             eprintln!("{program}: error: {e}");
             Err(std::process::ExitCode::FAILURE)
         }
+    }
+}
+
+/// The error type of the benchmarks' workloads.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a benchmark binary's `main` sets up around its measurement: the server it runs
+/// against ([`local_server`]) and its runtime ([`runtime`]). Dropped, it stops the runtime
+/// first, then the local server.
+pub struct Setup {
+    program: &'static str,
+    /// The runtime the measurement runs on.
+    pub runtime: tokio::runtime::Runtime,
+    /// The local server started for the run, if no address was given.
+    pub server: Option<zk_testkit::ZkServer>,
+    /// The connect string of the server the run measures against.
+    pub connect: String,
+}
+
+impl Setup {
+    /// Starts the local server from `builder` unless `connect` names one, then the runtime
+    /// from `runtime` (for example [`runtime`]). On failure it prints `<program>: error: ...`
+    /// and returns the exit code to end with.
+    ///
+    /// # Errors
+    ///
+    /// The exit code, when the local server does not start or the runtime cannot be built.
+    pub fn start(
+        program: &'static str,
+        connect: Option<&str>,
+        builder: impl FnOnce() -> zk_testkit::ZkServerBuilder,
+        runtime: impl FnOnce(&str) -> Result<tokio::runtime::Runtime, std::process::ExitCode>,
+    ) -> Result<Setup, std::process::ExitCode> {
+        let (server, connect) = local_server(program, connect, builder)?;
+        let runtime = runtime(program)?;
+        Ok(Setup {
+            program,
+            runtime,
+            server,
+            connect,
+        })
+    }
+
+    /// The local server's process id, when one was started (and is known).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.server.as_ref().and_then(zk_testkit::ZkServer::pid)
+    }
+
+    /// Runs `work` to its end on the runtime; on failure it prints `<program>: error: ...`
+    /// and returns the exit code to end with.
+    ///
+    /// # Errors
+    ///
+    /// The exit code, when `work` fails.
+    pub fn block_on<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, BoxError>>,
+    ) -> Result<T, std::process::ExitCode> {
+        self.runtime.block_on(work).map_err(|e| {
+            eprintln!("{}: error: {e}", self.program);
+            std::process::ExitCode::FAILURE
+        })
+    }
+}
+
+/// A local server with forceSync off, as the recipe benchmarks against Curator run it
+/// (`<program>: starting a local ZooKeeper (forceSync off)...` on standard error).
+pub fn unsynced_server(program: &str) -> zk_testkit::ZkServerBuilder {
+    eprintln!("{program}: starting a local ZooKeeper (forceSync off)...");
+    zk_testkit::ZkServer::builder().force_sync(false)
+}
+
+/// The `q`-quantile (0..=1) of `samples`, nearest rank; NaN when there are none.
+pub fn quantile(samples: &[f64], q: f64) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(super::quantile(&samples, 0.5), 50.0);
+        assert_eq!(super::quantile(&samples, 0.99), 99.0);
+        assert_eq!(super::quantile(&[7.0], 0.99), 7.0);
+        assert!(super::quantile(&[], 0.5).is_nan());
     }
 }

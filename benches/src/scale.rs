@@ -133,6 +133,21 @@ pub fn zxid(addrs: &[SocketAddr]) -> Option<i64> {
         .max()
 }
 
+/// A local server for a scale run: the full JIT ([`PRODUCTION_JIT`](crate::latency::PRODUCTION_JIT)),
+/// the small machine's thread settings ([`SMALL_MACHINE_SERVER`](crate::latency::SMALL_MACHINE_SERVER))
+/// and a heap of `heap_mb` MiB. Says `<program>: starting a local ZooKeeper (<what>)...` on
+/// standard error.
+pub fn tuned_server(program: &str, what: &str, heap_mb: u32) -> zk_testkit::ZkServerBuilder {
+    eprintln!("{program}: starting a local ZooKeeper ({what})...");
+    let mut builder = zk_testkit::ZkServer::builder()
+        .jvm_arg(crate::latency::PRODUCTION_JIT)
+        .max_heap_mb(heap_mb);
+    for (key, value) in crate::latency::SMALL_MACHINE_SERVER {
+        builder = builder.system_property(key, value);
+    }
+    builder
+}
+
 /// The `p`-th percentile (0..=100) of sorted `values`, nearest rank; `None` when empty.
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {

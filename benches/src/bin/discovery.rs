@@ -30,10 +30,9 @@ use clap::Parser as _;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use zk_benches::args::positive;
+use zk_benches::{BoxError, Setup, quantile};
 use zk_discovery::{ServiceDiscovery, ServiceEvent, ServiceInstance};
 use zk_proto::Client;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The base path of both sides.
 const BASE: &str = "/rzk-bench-discovery";
@@ -213,17 +212,6 @@ async fn curator(connect: &str, options: &Options) -> Result<Side, BoxError> {
     })
 }
 
-/// The `q`-quantile of `samples` (nearest rank).
-fn quantile(samples: &[f64], q: f64) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 fn print(rzk: &Side, curator: &Side, options: &Options) {
     let rows = [
         ("query", &rzk.query, &curator.query),
@@ -264,34 +252,28 @@ fn print(rzk: &Side, curator: &Side, options: &Options) {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    let local = || {
-        eprintln!("discovery: starting a local ZooKeeper (forceSync off)...");
-        zk_testkit::ZkServer::builder().force_sync(false)
-    };
-    let (server, connect) =
-        match zk_benches::local_server("discovery", options.connect.as_deref(), local) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-    let runtime = match zk_benches::runtime("discovery") {
-        Ok(runtime) => runtime,
+    let setup = match Setup::start(
+        "discovery",
+        options.connect.as_deref(),
+        || zk_benches::unsynced_server("discovery"),
+        zk_benches::runtime,
+    ) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
-    let result = runtime.block_on(async {
-        let rzk = ours(&connect, &options).await?;
-        let curator = curator(&connect, &options).await?;
-        Ok::<_, BoxError>((rzk, curator))
+    let connect = &setup.connect;
+    let result = setup.block_on(async {
+        let rzk = ours(connect, &options).await?;
+        let curator = curator(connect, &options).await?;
+        Ok((rzk, curator))
     });
-    drop(server);
+    drop(setup);
     match result {
         Ok((rzk, curator)) => {
             print(&rzk, &curator, &options);
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("discovery: error: {e}");
-            ExitCode::FAILURE
-        }
+        Err(code) => code,
     }
 }
 
@@ -302,13 +284,5 @@ mod command_line {
     #[test]
     fn the_command_is_consistent() {
         super::Options::command().debug_assert();
-    }
-
-    #[test]
-    fn quantiles_are_nearest_rank() {
-        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(super::quantile(&samples, 0.5), 50.0);
-        assert_eq!(super::quantile(&samples, 0.99), 99.0);
-        assert_eq!(super::quantile(&[7.0], 0.99), 7.0);
     }
 }

@@ -38,16 +38,15 @@ use clap::Parser as _;
 use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use zk_benches::args::positive;
-use zk_benches::latency::{PRODUCTION_JIT, SMALL_MACHINE_SERVER, cpu_now, server_addrs};
+use zk_benches::latency::{cpu_now, server_addrs};
 use zk_benches::scale::{
-    Mntr, percentile, process_cpu, raise_nofile, rss, sorted_us, status_bytes, zxid,
+    Mntr, percentile, process_cpu, raise_nofile, rss, sorted_us, status_bytes, tuned_server, zxid,
 };
+use zk_benches::{BoxError, Setup};
 use zk_proto::{Client, SessionState};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The target for the resident memory of an idle session.
 const TARGET_RSS_PER_SESSION: f64 = 16.0 * 1024.0;
@@ -549,42 +548,25 @@ fn main() -> ExitCode {
         eprintln!("idle_sessions: error: {e}");
         return ExitCode::FAILURE;
     }
-    let local = || {
-        eprintln!("idle_sessions: starting a local ZooKeeper (maxClientCnxns=0)...");
-        let mut builder = zk_testkit::ZkServer::builder()
-            .config("maxClientCnxns", 0)
-            .jvm_arg(PRODUCTION_JIT)
-            .max_heap_mb(1024);
-        for (key, value) in SMALL_MACHINE_SERVER {
-            builder = builder.system_property(key, value);
-        }
-        builder
-    };
-    let (server, connect) =
-        match zk_benches::local_server("idle_sessions", options.connect.as_deref(), local) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-    let addrs = match server_addrs(&connect) {
-        Ok(addrs) => addrs,
-        Err(e) => {
-            eprintln!("idle_sessions: error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let runtime = match zk_benches::runtime("idle_sessions") {
-        Ok(runtime) => runtime,
+    let local =
+        || tuned_server("idle_sessions", "maxClientCnxns=0", 1024).config("maxClientCnxns", 0);
+    let setup = match Setup::start(
+        "idle_sessions",
+        options.connect.as_deref(),
+        local,
+        zk_benches::runtime,
+    ) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
-    let server_pid = server.as_ref().and_then(zk_testkit::ZkServer::pid);
-    let report = match runtime.block_on(run(&options, &connect, &addrs, server_pid)) {
+    let report = match setup.block_on(async {
+        let addrs = server_addrs(&setup.connect)?;
+        run(&options, &setup.connect, &addrs, setup.server_pid()).await
+    }) {
         Ok(report) => report,
-        Err(e) => {
-            eprintln!("idle_sessions: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
-    drop(server);
+    drop(setup);
     print(&report, &options);
     if report.lost > 0 || report.failed_round_trips > 0 {
         return ExitCode::FAILURE;

@@ -43,13 +43,14 @@ use std::time::{Duration, Instant};
 use clap::Parser as _;
 use serde_json::{Value, json};
 use zk_benches::args::positive;
-use zk_benches::latency::{PRODUCTION_JIT, SMALL_MACHINE_SERVER, cpu_now, server_addrs};
-use zk_benches::scale::{FrameProxy, Mntr, percentile, raise_nofile, sorted_us, zxid};
+use zk_benches::latency::{cpu_now, server_addrs};
+use zk_benches::scale::{
+    FrameProxy, Mntr, percentile, raise_nofile, sorted_us, tuned_server, zxid,
+};
+use zk_benches::{BoxError, Setup};
 use zk_proto::jute::OpCode;
 use zk_proto::{Client, CreateOptions};
 use zk_recipes::lock::Lock;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Connects in flight while the contenders' sessions open.
 const CONNECT_PARALLEL: usize = 32;
@@ -458,62 +459,44 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let local = || {
-        eprintln!(
-            "lock_contenders: starting a local ZooKeeper (maxClientCnxns=0, forceSync off)..."
-        );
-        let mut builder = zk_testkit::ZkServer::builder()
+        tuned_server("lock_contenders", "maxClientCnxns=0, forceSync off", 1024)
             .config("maxClientCnxns", 0)
             .force_sync(false)
-            .jvm_arg(PRODUCTION_JIT)
-            .max_heap_mb(1024);
-        for (key, value) in SMALL_MACHINE_SERVER {
-            builder = builder.system_property(key, value);
-        }
-        builder
     };
-    let (server, connect) =
-        match zk_benches::local_server("lock_contenders", options.connect.as_deref(), local) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-    let addrs = match server_addrs(&connect) {
-        Ok(addrs) => addrs,
-        Err(e) => {
-            eprintln!("lock_contenders: error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let runtime = match zk_benches::runtime("lock_contenders") {
-        Ok(runtime) => runtime,
+    let setup = match Setup::start(
+        "lock_contenders",
+        options.connect.as_deref(),
+        local,
+        zk_benches::runtime,
+    ) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
-    let result = runtime.block_on(async {
+    let connect = &setup.connect;
+    let result = setup.block_on(async {
+        let addrs = server_addrs(connect)?;
         let handoffs = options.contenders * options.cycles;
         let baseline = if options.baseline > 0 {
             let cycles = handoffs.div_ceil(options.baseline);
-            Some(run(options.baseline, cycles, &connect, &addrs, options.by_op).await?)
+            Some(run(options.baseline, cycles, connect, &addrs, options.by_op).await?)
         } else {
             None
         };
         let main = run(
             options.contenders,
             options.cycles,
-            &connect,
+            connect,
             &addrs,
             options.by_op,
         )
         .await?;
-        Ok::<_, BoxError>((main, baseline))
+        Ok((main, baseline))
     });
     let (main, baseline) = match result {
         Ok(runs) => runs,
-        Err(e) => {
-            eprintln!("lock_contenders: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
-    drop(runtime);
-    drop(server);
+    drop(setup);
     print(&main, baseline.as_ref(), &options);
     if main.violations > 0 || baseline.is_some_and(|b| b.violations > 0) {
         return ExitCode::FAILURE;

@@ -40,15 +40,14 @@ use clap::Parser as _;
 use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use zk_benches::args::positive;
-use zk_benches::latency::{PRODUCTION_JIT, SMALL_MACHINE_SERVER, cpu_now, server_addrs};
-use zk_benches::scale::{FrameProxy, Mntr, process_cpu, rss};
+use zk_benches::latency::{cpu_now, server_addrs};
+use zk_benches::scale::{FrameProxy, Mntr, process_cpu, rss, tuned_server};
+use zk_benches::{BoxError, Setup};
 use zk_proto::jute::OpCode;
 use zk_proto::{Client, CreateOptions, EventType, MultiOperation, OneshotWatcher, SessionState};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// `multi` transactions in flight while the tree is written or deleted.
 const MULTI_WINDOW: usize = 4;
@@ -467,54 +466,40 @@ fn main() -> ExitCode {
     // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
     let options = Options::parse();
     let local = || {
-        eprintln!("many_watches: starting a local ZooKeeper (forceSync off)...");
         let heap_mb = u32::try_from(options.watches / 1_000 * 3)
             .unwrap_or(u32::MAX)
             .max(1_024);
-        let mut builder = zk_testkit::ZkServer::builder()
-            .force_sync(false)
-            .jvm_arg(PRODUCTION_JIT)
-            .max_heap_mb(heap_mb);
-        for (key, value) in SMALL_MACHINE_SERVER {
-            builder = builder.system_property(key, value);
-        }
-        builder
-    };
-    let (server, connect) =
-        match zk_benches::local_server("many_watches", options.connect.as_deref(), local) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-    let addrs = match server_addrs(&connect) {
-        Ok(addrs) => addrs,
-        Err(e) => {
-            eprintln!("many_watches: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        tuned_server("many_watches", "forceSync off", heap_mb).force_sync(false)
     };
     // One thread, as `lock_latency` measures its pipelined reads: on a two-thread runtime the
     // caller and the connection task hand every reply over between threads, and that (futex
     // waits and wake-ups) would be most of the client's CPU per watch.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("many_watches: error: {e}");
-            return ExitCode::FAILURE;
-        }
+    let one_thread = |program: &str| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                eprintln!("{program}: error: {e}");
+                ExitCode::FAILURE
+            })
     };
-    let server_pid = server.as_ref().and_then(zk_testkit::ZkServer::pid);
-    let report = match runtime.block_on(run(&options, &connect, &addrs, server_pid)) {
+    let setup = match Setup::start(
+        "many_watches",
+        options.connect.as_deref(),
+        local,
+        one_thread,
+    ) {
+        Ok(setup) => setup,
+        Err(code) => return code,
+    };
+    let report = match setup.block_on(async {
+        let addrs = server_addrs(&setup.connect)?;
+        run(&options, &setup.connect, &addrs, setup.server_pid()).await
+    }) {
         Ok(report) => report,
-        Err(e) => {
-            eprintln!("many_watches: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
-    drop(runtime);
-    drop(server);
+    drop(setup);
     print(&report, &options);
     if !report.ok() {
         return ExitCode::FAILURE;

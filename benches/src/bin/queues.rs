@@ -29,10 +29,9 @@ use clap::Parser as _;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zk_benches::args::positive;
+use zk_benches::{BoxError, Setup};
 use zk_proto::Client;
 use zk_recipes::curator_queue::DistributedQueue;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The base path of both sides.
 const BASE: &str = "/rzk-bench-queues";
@@ -210,29 +209,26 @@ fn print(mode: &str, rzk: Round, curator: Round, options: &Options) {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    let local = || {
-        eprintln!("queues: starting a local ZooKeeper (forceSync off)...");
-        zk_testkit::ZkServer::builder().force_sync(false)
-    };
-    let (server, connect) =
-        match zk_benches::local_server("queues", options.connect.as_deref(), local) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-    let runtime = match zk_benches::runtime("queues") {
-        Ok(runtime) => runtime,
+    let setup = match Setup::start(
+        "queues",
+        options.connect.as_deref(),
+        || zk_benches::unsynced_server("queues"),
+        zk_benches::runtime,
+    ) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
-    let result = runtime.block_on(async {
+    let connect = &setup.connect;
+    let result = setup.block_on(async {
         let mut rounds = Vec::new();
         for (mode, lock) in [("default", false), ("lock-safe", true)] {
-            let rzk = ours(&connect, lock, &options).await?;
-            let curator = curator(&connect, lock, &options).await?;
+            let rzk = ours(connect, lock, &options).await?;
+            let curator = curator(connect, lock, &options).await?;
             rounds.push((mode, rzk, curator));
         }
-        Ok::<_, BoxError>(rounds)
+        Ok(rounds)
     });
-    drop(server);
+    drop(setup);
     match result {
         Ok(rounds) => {
             for (mode, rzk, curator) in rounds {
@@ -240,10 +236,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("queues: error: {e}");
-            ExitCode::FAILURE
-        }
+        Err(code) => code,
     }
 }
 

@@ -26,10 +26,9 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 use zk_benches::args::positive;
+use zk_benches::{BoxError, Setup, quantile};
 use zk_proto::Client;
 use zk_recipes::election::LeaderSelector;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The election paths of the two sides.
 const PATH: &str = "/rzk-bench-selector";
@@ -154,17 +153,6 @@ async fn curator(connect: &str, options: &Options) -> Result<Vec<f64>, BoxError>
     Ok(samples.split_off(options.warmup.min(samples.len())))
 }
 
-/// The `q`-quantile of `samples` (nearest rank).
-fn quantile(samples: &[f64], q: f64) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 fn print(ours: &[f64], theirs: &[f64], options: &Options) {
     let (p50, p99) = (quantile(ours, 0.5), quantile(ours, 0.99));
     let (c50, c99) = (quantile(theirs, 0.5), quantile(theirs, 0.99));
@@ -200,34 +188,28 @@ fn print(ours: &[f64], theirs: &[f64], options: &Options) {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    let local = || {
-        eprintln!("selector: starting a local ZooKeeper (forceSync off)...");
-        zk_testkit::ZkServer::builder().force_sync(false)
-    };
-    let (server, connect) =
-        match zk_benches::local_server("selector", options.connect.as_deref(), local) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-    let runtime = match zk_benches::runtime("selector") {
-        Ok(runtime) => runtime,
+    let setup = match Setup::start(
+        "selector",
+        options.connect.as_deref(),
+        || zk_benches::unsynced_server("selector"),
+        zk_benches::runtime,
+    ) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
-    let result = runtime.block_on(async {
-        let rzk = ours(&connect, &options).await?;
-        let curator = curator(&connect, &options).await?;
-        Ok::<_, BoxError>((rzk, curator))
+    let connect = &setup.connect;
+    let result = setup.block_on(async {
+        let rzk = ours(connect, &options).await?;
+        let curator = curator(connect, &options).await?;
+        Ok((rzk, curator))
     });
-    drop(server);
+    drop(setup);
     match result {
         Ok((rzk, curator)) => {
             print(&rzk, &curator, &options);
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("selector: error: {e}");
-            ExitCode::FAILURE
-        }
+        Err(code) => code,
     }
 }
 
@@ -238,12 +220,5 @@ mod command_line {
     #[test]
     fn the_command_is_consistent() {
         super::Options::command().debug_assert();
-    }
-
-    #[test]
-    fn quantiles_are_nearest_rank() {
-        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(super::quantile(&samples, 0.5), 50.0);
-        assert_eq!(super::quantile(&samples, 0.99), 99.0);
     }
 }

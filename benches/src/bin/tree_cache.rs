@@ -34,12 +34,11 @@ use std::time::{Duration, Instant};
 use clap::Parser as _;
 use serde_json::json;
 use zk_benches::args::positive;
-use zk_benches::latency::{PRODUCTION_JIT, SMALL_MACHINE_SERVER, cpu_now};
-use zk_benches::scale::process_cpu;
+use zk_benches::latency::cpu_now;
+use zk_benches::scale::{process_cpu, tuned_server};
+use zk_benches::{BoxError, Setup};
 use zk_proto::{Client, CreateOptions, MultiOperation};
 use zk_recipes::cache::{CacheEvent, TreeCache};
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Data of every node.
 const DATA: [u8; 32] = [b'x'; 32];
@@ -417,48 +416,33 @@ fn main() -> ExitCode {
     // `--help` prints the help and exits 0; a bad argument exits 2 with clap's message.
     let options = Options::parse();
     let local = || {
-        eprintln!("tree_cache: starting a local ZooKeeper (forceSync off)...");
         // The server keeps every node (and serves the load's reads): 2 KiB per node is
         // room enough for the 1,000,000-node run.
         let heap_mb = u32::try_from(options.nodes / 1_000 * 2)
             .unwrap_or(u32::MAX)
             .max(1_024);
-        let mut builder = zk_testkit::ZkServer::builder()
-            .force_sync(false)
-            .jvm_arg(PRODUCTION_JIT)
-            .max_heap_mb(heap_mb);
-        for (key, value) in SMALL_MACHINE_SERVER {
-            builder = builder.system_property(key, value);
-        }
-        builder
+        tuned_server("tree_cache", "forceSync off", heap_mb).force_sync(false)
     };
-    let (server, connect) =
-        match zk_benches::local_server("tree_cache", options.connect.as_deref(), local) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-    let runtime = match zk_benches::runtime("tree_cache") {
-        Ok(runtime) => runtime,
+    let setup = match Setup::start(
+        "tree_cache",
+        options.connect.as_deref(),
+        local,
+        zk_benches::runtime,
+    ) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
     if let Some(root) = &options.populate {
-        return match runtime.block_on(populate(&connect, root, &options)) {
+        return match setup.block_on(populate(&setup.connect, root, &options)) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("tree_cache: writing the tree: {e}");
-                ExitCode::FAILURE
-            }
+            Err(code) => code,
         };
     }
-    let server_pid = server.as_ref().and_then(zk_testkit::ZkServer::pid);
-    let report = match runtime.block_on(run(&options, &connect, server_pid)) {
+    let report = match setup.block_on(run(&options, &setup.connect, setup.server_pid())) {
         Ok(report) => report,
-        Err(e) => {
-            eprintln!("tree_cache: error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
-    drop(server);
+    drop(setup);
     print(&report, &options);
     ExitCode::SUCCESS
 }

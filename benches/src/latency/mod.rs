@@ -34,8 +34,7 @@ pub use servers::server_addrs;
 pub use table::to_table;
 pub use workloads::{Workload, cpu_now};
 
-/// A boxed error.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::BoxError;
 
 /// Where the benchmark ran, and what it measured.
 #[derive(Debug)]
