@@ -127,6 +127,11 @@ pub(crate) struct Published {
 /// The most commands taken from the queue in one turn of the loop before frames are written.
 const MAX_COMMANDS_PER_TURN: usize = 256;
 
+/// The most frames handled in one turn of the loop: those already read (or readable without
+/// waiting) after the one that woke it, before the requests they unblock are written and
+/// commands and timers are looked at again.
+const MAX_FRAMES_PER_TURN: usize = 256;
+
 /// The session hands out frames while the write buffer holds less than this (one frame may
 /// go over it).
 const WRITE_BUFFER_HIGH_WATER: usize = 64 * 1024;
@@ -308,6 +313,12 @@ impl Driver {
         let mut probing: Option<Probing> = None;
         // Steps of a blocking SASL mechanism (Kerberos) come back here from their threads.
         let mut sasl: Option<SaslChannel> = None;
+        // One timer for the whole life of the task, moved when the session's next deadline
+        // moves (to a later one without touching the runtime's timer wheel), instead of a
+        // timer registered and dropped on every turn.
+        let timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(timer);
+        let mut armed: Option<Instant> = None;
         loop {
             // An attempt the session no longer wants (its budget ran out, the session ended)
             // is dropped; a new one starts when the session's backoff allows.
@@ -335,7 +346,13 @@ impl Driver {
                 let io = read_only::probe(probe.host, self.probes.clone());
                 probing = Some((probe.id, Box::pin(io)));
             }
-            let timer = self.session.poll_timeout().map(Instant::from_std);
+            let next = self.session.poll_timeout().map(Instant::from_std);
+            if next != armed {
+                if let Some(at) = next {
+                    timer.as_mut().reset(at);
+                }
+                armed = next;
+            }
             let (reader, writer) = match conn.as_mut() {
                 Some(c) => {
                     let wants_write = c.wants_write();
@@ -351,12 +368,14 @@ impl Driver {
             tokio::select! {
                 command = self.commands.recv(), if !handles_gone => match command {
                     Some(command) => {
-                        self.handle_command(command);
+                        // One reading of the clock for the commands taken in this turn.
+                        let now = Instant::now().into_std();
+                        self.handle_command(now, command);
                         // Take whatever else is already queued, so that many requests go out
                         // in one write (bounded, so a flood cannot starve reads).
                         for _ in 0..MAX_COMMANDS_PER_TURN {
                             let Ok(command) = self.commands.try_recv() else { break };
-                            self.handle_command(command);
+                            self.handle_command(now, command);
                         }
                     }
                     None => {
@@ -392,38 +411,22 @@ impl Driver {
                     }
                 },
                 frame = async { reader.expect("guarded").next().await }, if has_reader => {
+                    // The frames already read (or readable at once) after this one are
+                    // handled in the same turn, each with its events, and the requests they
+                    // let through are written once for all of them.
                     let now = Instant::now().into_std();
-                    match frame {
-                        Some(Ok(frame)) => {
-                            self.stamps.frame_read();
-                            self.session.handle_frame(now, frame);
-                        }
-                        Some(Err(FrameError::TooLong { len, max, xid })) => {
-                            tracing::info!(len, max, ?xid, "frame over the limit; dropping the connection");
-                            conn = None;
-                            self.session.handle_oversized_frame(now, len, xid);
-                        }
-                        Some(Err(FrameError::Io(error)))
-                            if matches!(ConnectFailure::from_io(&error), ConnectFailure::Tls(_)) =>
+                    let mut next = Some(frame);
+                    let mut handled = 0;
+                    while let Some(frame) = next.take() {
+                        self.handle_read(now, &mut conn, frame);
+                        handled += 1;
+                        if handled < MAX_FRAMES_PER_TURN
+                            && let Some(c) = conn.as_mut()
                         {
-                            // A TLS alert: during the session handshake it says why the
-                            // attempt failed (a client certificate refused, with TLS 1.3).
-                            tracing::info!(%error, "connection failed");
-                            conn = None;
-                            self.session
-                                .handle_connection_failed(now, ConnectFailure::from_io(&error));
-                        }
-                        Some(Err(error)) => {
-                            tracing::info!(%error, "connection failed");
-                            conn = None;
-                            let failure = self.read_failure(&error);
-                            self.session.handle_connection_failed(now, failure);
-                        }
-                        None => {
-                            tracing::info!("the server closed the connection");
-                            conn = None;
-                            let failure = self.ended_failure("the server closed the connection");
-                            self.session.handle_connection_failed(now, failure);
+                            // Polled without the task's waker: a `None` here (nothing
+                            // more to read yet) is looked at again by the next turn's
+                            // `select!`, which registers the waker.
+                            next = c.reader.next().now_or_never();
                         }
                     }
                 },
@@ -445,12 +448,7 @@ impl Driver {
                         self.session.handle_probe_done(Instant::now().into_std(), id, outcome);
                     }
                 },
-                () = async {
-                    match timer {
-                        Some(at) => tokio::time::sleep_until(at).await,
-                        None => std::future::pending().await,
-                    }
-                } => {
+                () = &mut timer, if armed.is_some() => {
                     self.session.handle_timeout(Instant::now().into_std());
                 },
                 Some(done) = async { sasl.as_mut().expect("guarded").1.recv().await }, if sasl.is_some() => {
@@ -460,14 +458,7 @@ impl Driver {
             run_sasl_work(&mut self.session, &mut sasl);
             // Tell the handles what happened (a dropped connection first), then write what
             // the session wants sent.
-            while let Some(event) = self.session.poll_event() {
-                if let SessionEvent::DropConnection(reason) = &event {
-                    tracing::debug!(%reason, "dropping the connection");
-                    conn = None;
-                }
-                self.dispatch(event);
-            }
-            self.stamps.frame_done();
+            self.dispatch_events(&mut conn);
             if let Some(c) = conn.as_mut()
                 && let Err(error) = c.transmit(&mut self.session, &mut self.stamps)
             {
@@ -496,6 +487,70 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Hands what a read gave (a frame, an error, the end of the stream) to the session, then
+    /// its events to the handles: each frame's replies are on their way before the next frame
+    /// is looked at, and a frame that makes the session drop the connection is the last one
+    /// read from it.
+    fn handle_read(
+        &mut self,
+        now: std::time::Instant,
+        conn: &mut Option<Connection>,
+        frame: Option<Result<Bytes, FrameError>>,
+    ) {
+        match frame {
+            Some(Ok(frame)) => {
+                self.stamps.frame_read();
+                self.session.handle_frame(now, frame);
+            }
+            Some(Err(FrameError::TooLong { len, max, xid })) => {
+                tracing::info!(
+                    len,
+                    max,
+                    ?xid,
+                    "frame over the limit; dropping the connection"
+                );
+                *conn = None;
+                self.session.handle_oversized_frame(now, len, xid);
+            }
+            Some(Err(FrameError::Io(error)))
+                if matches!(ConnectFailure::from_io(&error), ConnectFailure::Tls(_)) =>
+            {
+                // A TLS alert: during the session handshake it says why the attempt failed (a
+                // client certificate refused, with TLS 1.3).
+                tracing::info!(%error, "connection failed");
+                *conn = None;
+                self.session
+                    .handle_connection_failed(now, ConnectFailure::from_io(&error));
+            }
+            Some(Err(error)) => {
+                tracing::info!(%error, "connection failed");
+                *conn = None;
+                let failure = self.read_failure(&error);
+                self.session.handle_connection_failed(now, failure);
+            }
+            None => {
+                tracing::info!("the server closed the connection");
+                *conn = None;
+                let failure = self.ended_failure("the server closed the connection");
+                self.session.handle_connection_failed(now, failure);
+            }
+        }
+        self.dispatch_events(conn);
+    }
+
+    /// Hands the session's events to the handles; drops the connection when the session says
+    /// so.
+    fn dispatch_events(&mut self, conn: &mut Option<Connection>) {
+        while let Some(event) = self.session.poll_event() {
+            if let SessionEvent::DropConnection(reason) = &event {
+                tracing::debug!(%reason, "dropping the connection");
+                *conn = None;
+            }
+            self.dispatch(event);
+        }
+        self.stamps.frame_done();
     }
 
     /// Tells the handles the session's state, id and timeout (if they changed).
@@ -534,8 +589,7 @@ impl Driver {
             .send_if_modified(|current| std::mem::replace(current, state) != state);
     }
 
-    fn handle_command(&mut self, command: Command) {
-        let now = Instant::now().into_std();
+    fn handle_command(&mut self, now: std::time::Instant, command: Command) {
         match command {
             Command::Submit {
                 op,

@@ -335,3 +335,117 @@ async fn request_timing_counts_each_request_when_written_and_each_reply_when_rea
     let timing = client.request_timing().since(&before);
     assert_eq!((timing.send.count(), timing.receive.count()), (4, 3));
 }
+
+/// Connects a client (session timeout 30 s, no reads of the ensemble's configuration) over
+/// an in-memory stream; returns it with the server's end.
+async fn connected_client() -> (crate::Client, Framed<DuplexStream, FrameCodec>) {
+    let (dialer, mut accepted) = duplex_dialer(64 * 1024);
+    let connecting = tokio::spawn(
+        crate::Client::builder()
+            .session_timeout(Duration::from_secs(30))
+            .follow_ensemble(false)
+            .connect_with("127.0.0.1:2181", dialer),
+    );
+    let mut server = accepted.recv().await.expect("a connection");
+    handshake(&mut server, 30_000).await;
+    let client = connecting.await.expect("task").expect("connected");
+    (client, server)
+}
+
+/// The xid of a request frame.
+fn xid_of(frame: &[u8]) -> i32 {
+    i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]])
+}
+
+fn ok_reply(xid: i32) -> ReplyHeader {
+    ReplyHeader {
+        xid,
+        zxid: 1,
+        err: jute::ErrorCode::OK,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn replies_read_in_one_go_are_each_handed_over_and_a_violation_is_the_last_frame_read() {
+    let (client, mut server) = connected_client().await;
+    let calls: Vec<_> = (0..4).map(|_| client.delete("/n", None)).collect();
+    let mut xids = Vec::new();
+    for _ in 0..4 {
+        let frame = server.next().await.expect("a request").expect("a frame");
+        xids.push(xid_of(&frame));
+    }
+    // One write, so the client reads the four replies together: two answers, a reply to
+    // no request in flight, then the answer to the fourth request.
+    for xid in [xids[0], xids[1], xids[3] + 100, xids[3]] {
+        server.feed(ok_reply(xid)).await.expect("send");
+    }
+    SinkExt::<ReplyHeader>::flush(&mut server)
+        .await
+        .expect("flush");
+    let mut outcomes = Vec::new();
+    for call in calls {
+        outcomes.push(call.await);
+    }
+    // The frame out of order drops the connection: the one after it was never handed to the
+    // session (it belonged to the dropped connection), so its call fails as lost.
+    assert_eq!(
+        outcomes,
+        [
+            Ok(()),
+            Ok(()),
+            Err(Error::ConnectionLoss),
+            Err(Error::ConnectionLoss)
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn many_replies_read_in_one_go_all_reach_their_callers_in_order() {
+    let (client, mut server) = connected_client().await;
+    // More than one turn of the loop takes (256 frames), in one write.
+    let calls: Vec<_> = (0..600).map(|i| client.exists(&format!("/n{i}"))).collect();
+    let mut xids = Vec::new();
+    for _ in 0..600 {
+        let frame = server.next().await.expect("a request").expect("a frame");
+        xids.push(xid_of(&frame));
+    }
+    for (i, xid) in xids.iter().enumerate() {
+        let stat = jute::Stat {
+            version: i32::try_from(i).expect("small"),
+            ..jute::Stat::default()
+        };
+        server.feed((ok_reply(*xid), stat)).await.expect("send");
+    }
+    SinkExt::<ReplyHeader>::flush(&mut server)
+        .await
+        .expect("flush");
+    for (i, call) in calls.into_iter().enumerate() {
+        let stat = call.await.expect("answered").expect("exists");
+        assert_eq!(stat.version, i32::try_from(i).expect("small"));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn request_timeouts_fire_on_time_when_each_is_earlier_than_the_timer_armed() {
+    let (client, mut server) = connected_client().await;
+    let start = Instant::now();
+    // The timer is armed for the ping; each request's deadline comes before the one armed.
+    let slow = client
+        .with_request_timeout(Duration::from_secs(5))
+        .delete("/slow", None);
+    let fast = client
+        .with_request_timeout(Duration::from_secs(1))
+        .delete("/fast", None);
+    for _ in 0..2 {
+        server.next().await.expect("a request").expect("a frame");
+    }
+    // The server answers neither.
+    assert_eq!(fast.await, Err(Error::RequestTimeout));
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    assert_eq!(slow.await, Err(Error::RequestTimeout));
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    // The timer moves on to the ping: one comes a ping interval after the last write.
+    let ping = server.next().await.expect("a ping").expect("a frame");
+    assert_eq!(xid_of(&ping), jute::codes::xid::PING);
+    drop(server);
+}
