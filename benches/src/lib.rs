@@ -125,6 +125,25 @@ impl Setup {
     }
 }
 
+/// Runs `work` against the server `connect` names, or else against a local server with
+/// forceSync off ([`unsynced_server`]), on the binaries' runtime: what the recipe benchmarks
+/// against Curator do. The local server is stopped before it returns. On failure it prints
+/// `<program>: error: ...` and returns the exit code to end with.
+///
+/// # Errors
+///
+/// The exit code, when the server or the runtime does not start or `work` fails.
+pub fn on_unsynced_server<T>(
+    program: &'static str,
+    connect: Option<&str>,
+    work: impl AsyncFnOnce(&str) -> Result<T, BoxError>,
+) -> Result<T, std::process::ExitCode> {
+    let setup = Setup::start(program, connect, || unsynced_server(program), runtime)?;
+    let result = setup.block_on(work(&setup.connect));
+    drop(setup);
+    result
+}
+
 /// A local server with forceSync off, as the recipe benchmarks against Curator run it
 /// (`<program>: starting a local ZooKeeper (forceSync off)...` on standard error).
 pub fn unsynced_server(program: &str) -> zk_testkit::ZkServerBuilder {

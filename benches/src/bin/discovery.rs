@@ -30,7 +30,7 @@ use clap::Parser as _;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use zk_benches::args::positive;
-use zk_benches::{BoxError, Setup, quantile};
+use zk_benches::{BoxError, quantile};
 use zk_discovery::{ServiceDiscovery, ServiceEvent, ServiceInstance};
 use zk_proto::Client;
 
@@ -252,23 +252,12 @@ fn print(rzk: &Side, curator: &Side, options: &Options) {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    let setup = match Setup::start(
-        "discovery",
-        options.connect.as_deref(),
-        || zk_benches::unsynced_server("discovery"),
-        zk_benches::runtime,
-    ) {
-        Ok(setup) => setup,
-        Err(code) => return code,
-    };
-    let connect = &setup.connect;
-    let result = setup.block_on(async {
+    let both = async |connect: &str| {
         let rzk = ours(connect, &options).await?;
         let curator = curator(connect, &options).await?;
         Ok((rzk, curator))
-    });
-    drop(setup);
-    match result {
+    };
+    match zk_benches::on_unsynced_server("discovery", options.connect.as_deref(), both) {
         Ok((rzk, curator)) => {
             print(&rzk, &curator, &options);
             ExitCode::SUCCESS

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use clap::Parser as _;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use zk_benches::BoxError;
 use zk_benches::args::positive;
-use zk_benches::{BoxError, Setup};
 use zk_proto::Client;
 use zk_recipes::curator_queue::DistributedQueue;
 
@@ -209,17 +209,7 @@ fn print(mode: &str, rzk: Round, curator: Round, options: &Options) {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    let setup = match Setup::start(
-        "queues",
-        options.connect.as_deref(),
-        || zk_benches::unsynced_server("queues"),
-        zk_benches::runtime,
-    ) {
-        Ok(setup) => setup,
-        Err(code) => return code,
-    };
-    let connect = &setup.connect;
-    let result = setup.block_on(async {
+    let both = async |connect: &str| {
         let mut rounds = Vec::new();
         for (mode, lock) in [("default", false), ("lock-safe", true)] {
             let rzk = ours(connect, lock, &options).await?;
@@ -227,9 +217,8 @@ fn main() -> ExitCode {
             rounds.push((mode, rzk, curator));
         }
         Ok(rounds)
-    });
-    drop(setup);
-    match result {
+    };
+    match zk_benches::on_unsynced_server("queues", options.connect.as_deref(), both) {
         Ok(rounds) => {
             for (mode, rzk, curator) in rounds {
                 print(mode, rzk, curator, &options);

@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 use zk_benches::args::positive;
-use zk_benches::{BoxError, Setup, quantile};
+use zk_benches::{BoxError, quantile};
 use zk_proto::Client;
 use zk_recipes::election::LeaderSelector;
 
@@ -188,23 +188,12 @@ fn print(ours: &[f64], theirs: &[f64], options: &Options) {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    let setup = match Setup::start(
-        "selector",
-        options.connect.as_deref(),
-        || zk_benches::unsynced_server("selector"),
-        zk_benches::runtime,
-    ) {
-        Ok(setup) => setup,
-        Err(code) => return code,
-    };
-    let connect = &setup.connect;
-    let result = setup.block_on(async {
+    let both = async |connect: &str| {
         let rzk = ours(connect, &options).await?;
         let curator = curator(connect, &options).await?;
         Ok((rzk, curator))
-    });
-    drop(setup);
-    match result {
+    };
+    match zk_benches::on_unsynced_server("selector", options.connect.as_deref(), both) {
         Ok((rzk, curator)) => {
             print(&rzk, &curator, &options);
             ExitCode::SUCCESS
