@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -105,6 +106,32 @@ pub(crate) enum Command {
     /// ([`Session::hold_quorum_check`]).
     QuorumCheck(bool),
 }
+
+/// Hashes a [`RequestId`] for the maps of callers and watches: the ids come from one counter,
+/// so one multiplication spreads them over the table (the default SipHash cost more than the
+/// rest of a lookup, and there are two lookups per request). Ids are made here, not by a
+/// peer, so there is nothing to randomize against.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by request id.
+pub(crate) type IdMap<V> = HashMap<RequestId, V, BuildHasherDefault<IdHasher>>;
 
 /// What the driver publishes for the handles.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -269,8 +296,8 @@ pub(crate) struct Driver {
     pub(crate) max_frame_len: usize,
     /// Told once: the first connection's outcome.
     pub(crate) first_connect: Option<oneshot::Sender<Result<(), Error>>>,
-    pub(crate) replies: HashMap<RequestId, oneshot::Sender<Delivery>>,
-    pub(crate) watches: HashMap<RequestId, WatchSink>,
+    pub(crate) replies: IdMap<oneshot::Sender<Delivery>>,
+    pub(crate) watches: IdMap<WatchSink>,
     /// Request timing (feature `request-timing`; does nothing without it).
     pub(crate) stamps: SendStamps,
 }
@@ -669,7 +696,7 @@ impl Driver {
                 result,
                 watch_armed,
             } => {
-                if !watch_armed {
+                if !watch_armed && !self.watches.is_empty() {
                     self.watches.remove(&id);
                 }
                 let decoded = self.stamps.replied(id);

@@ -34,8 +34,8 @@ fn driver(hosts: u16) -> Driver {
         states,
         max_frame_len: jute::DEFAULT_MAX_FRAME_LEN,
         first_connect: None,
-        replies: HashMap::new(),
-        watches: HashMap::new(),
+        replies: IdMap::default(),
+        watches: IdMap::default(),
         stamps: crate::request_timing::SendStamps::new(crate::request_timing::Recorder::new()),
     }
 }
@@ -448,4 +448,25 @@ async fn request_timeouts_fire_on_time_when_each_is_earlier_than_the_timer_armed
     let ping = server.next().await.expect("a ping").expect("a frame");
     assert_eq!(xid_of(&ping), jute::codes::xid::PING);
     drop(server);
+}
+
+#[test]
+fn request_ids_spread_over_the_map() {
+    use std::hash::BuildHasher;
+    // Consecutive ids, as the session hands them out, land in distinct buckets of a table
+    // of their number (the low bits hashbrown indexes with) and differ in their top bits
+    // (its control bytes).
+    let build = BuildHasherDefault::<IdHasher>::default();
+    let hashes: Vec<u64> = (1..=1024u64)
+        .map(|id| build.hash_one(RequestId(id)))
+        .collect();
+    let buckets: std::collections::HashSet<u64> = hashes.iter().map(|h| h & 1023).collect();
+    assert_eq!(buckets.len(), 1024);
+    let tops: std::collections::HashSet<u64> = hashes.iter().map(|h| h >> 57).collect();
+    assert!(tops.len() > 100, "{} distinct top bits", tops.len());
+    let mut map = IdMap::default();
+    for id in 1..=1024 {
+        map.insert(RequestId(id), id);
+    }
+    assert!((1..=1024).all(|id| map.get(&RequestId(id)) == Some(&id)));
 }

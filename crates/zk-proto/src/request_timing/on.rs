@@ -350,7 +350,9 @@ impl SendStamps {
 
     /// Request `id` got its reply: when its frame was read, if it came in one.
     pub(crate) fn replied(&mut self, id: RequestId) -> DecodedAt {
-        self.issued.remove(&id);
+        if !self.issued.is_empty() {
+            self.issued.remove(&id);
+        }
         self.frame
     }
 }
