@@ -2,8 +2,10 @@
 //! Apache Curator 5.4 processes (`crates/zk-recipes/tests/curator/CuratorQueue.java`):
 //!
 //! - kill -9 of a lock-safe consumer in the middle of an item, Curator's and ours (this test
-//!   binary run as a child): of 10,000 items none is lost or taken twice, the held item goes
-//!   to another consumer once the killed one's session expired;
+//!   binary run as a child), for each queue kind (`DistributedQueue`, `DistributedIdQueue`,
+//!   `DistributedPriorityQueue`, `DistributedDelayQueue`): of 10,000 items none is lost or
+//!   taken twice, the held item goes to another consumer once the killed one's session
+//!   expired;
 //! - a cut connection: a consumer cut off while it waits takes the item put meanwhile; a
 //!   lock-safe consumer whose completion or lock create lost its reply loses and duplicates
 //!   nothing; a default-mode consumer whose claiming delete lost its
@@ -21,13 +23,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator::{Consumed, CuratorConsumer, FIFO};
+use curator::{Consumed, CuratorConsumer, DELAY, FIFO, ID, PRIORITY, consumer_of, text};
 use jute::OpCode;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 use zk_proto::{Client, Error};
 use zk_recipes::Error as RecipeError;
-use zk_recipes::curator_queue::{DistributedQueue, Message};
+use zk_recipes::curator_queue::DistributedQueue;
 use zk_testkit::ZkServer;
 use zk_testkit::client::{
     builder, children, connect_proxied, connect_with, eventually, expire_session, join, mkdirs,
@@ -51,13 +53,6 @@ async fn server() -> ZkServer {
 
 async fn session(server: &ZkServer) -> Client {
     connect_with(builder().session_timeout(SESSION), &server.connect_string()).await
-}
-
-/// The one item of a message, as text.
-fn text(message: &Message) -> String {
-    let items = message.items().expect("Curator's format");
-    assert_eq!(items.len(), 1, "one item per node");
-    String::from_utf8(items[0].to_vec()).expect("utf-8")
 }
 
 /// The items processed by every consumer of a scenario; done once `count` were.
@@ -119,9 +114,10 @@ async fn finished(done: &mut watch::Receiver<usize>, count: usize) {
     let _ = done.wait_for(|done| *done >= count).await.map(drop);
 }
 
-/// Our lock-safe consumer: takes, completes, counts, until the tally is done.
-fn our_consumer(client: &Client, tally: &Arc<Tally>) -> tokio::task::JoinHandle<()> {
-    let mut consumer = DistributedQueue::with_lock_path(client, "/fq/q", "/fq/locks").consumer();
+/// Our lock-safe consumer of the queue of `kind`: takes, completes, counts, until the tally is
+/// done.
+fn our_consumer(client: &Client, kind: &str, tally: &Arc<Tally>) -> tokio::task::JoinHandle<()> {
+    let mut consumer = consumer_of(client, kind, "/fq/q", Some("/fq/locks"));
     let tally = tally.clone();
     tokio::spawn(async move {
         let mut done = tally.done.subscribe();
@@ -159,18 +155,41 @@ async fn follow(curator: &mut CuratorConsumer, tally: &Tally) -> Option<String> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_curator_consumer_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    curator_consumer_killed_mid_item(FIFO).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curator_id_queue_consumer_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    curator_consumer_killed_mid_item(ID).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curator_priority_queue_consumer_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    curator_consumer_killed_mid_item(PRIORITY).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curator_delay_queue_consumer_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    curator_consumer_killed_mid_item(DELAY).await;
+}
+
+/// A Curator consumer of the queue of `kind` (lock-safe) processes [`CURATOR_ITEMS`] items of
+/// a Curator producer's [`COUNT`], then holds one and is killed (kill -9) while our consumer
+/// takes the rest: the held item stays while its holder lives and goes to ours once the
+/// holder's session expired; none lost or taken twice.
+async fn curator_consumer_killed_mid_item(kind: &'static str) {
     let server = server().await;
     let connect_string = server.connect_string();
     let tally = Tally::new(COUNT);
     let producer = {
         let connect_string = connect_string.clone();
         tokio::spawn(
-            async move { curator::produce(&connect_string, FIFO, "/fq/q", COUNT, "c").await },
+            async move { curator::produce(&connect_string, kind, "/fq/q", COUNT, "c").await },
         )
     };
     let mut curator = CuratorConsumer::start(
         &connect_string,
-        FIFO,
+        kind,
         "/fq/q",
         Some("/fq/locks"),
         Some(CURATOR_ITEMS),
@@ -183,7 +202,7 @@ async fn a_curator_consumer_killed_mid_item_loses_nothing_in_lock_safe_mode() {
     };
     // While its holder lives, our consumer takes every other item and leaves the held one.
     let client = session(&server).await;
-    let ours = our_consumer(&client, &tally);
+    let ours = our_consumer(&client, kind, &tally);
     tally.wait_for(COUNT - 1).await;
     join("the Curator producer", LIMIT, producer).await;
     assert_eq!(
@@ -219,22 +238,23 @@ async fn a_curator_consumer_killed_mid_item_loses_nothing_in_lock_safe_mode() {
 }
 
 /// The environment variable that turns [`lock_safe_child`] into the killed consumer of
-/// [`a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode`]: the connect string.
+/// [`consumer_of_ours_killed_mid_item`]: the queue's kind, a space, the connect string.
 const CHILD_ENV: &str = "ZK_QUEUES_FAULT_CHILD";
 /// How many items the child completes before it holds one.
 const CHILD_ITEMS: usize = 2_000;
 
-/// Not a test of its own: run by [`a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode`]
+/// Not a test of its own: run by [`consumer_of_ours_killed_mid_item`]
 /// as a child process (this test binary, filtered to this test, with [`CHILD_ENV`] set), it
 /// takes and completes [`CHILD_ITEMS`] items printing `item <text>`, then takes one more,
 /// prints `holding <text>` and waits to be killed. Without the variable it does nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_safe_child() {
-    let Ok(connect_string) = std::env::var(CHILD_ENV) else {
+    let Ok(value) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let client = connect_with(builder().session_timeout(SESSION), &connect_string).await;
-    let mut consumer = DistributedQueue::with_lock_path(&client, "/fq/q", "/fq/locks").consumer();
+    let (kind, connect_string) = value.split_once(' ').expect("<kind> <connect string>");
+    let client = connect_with(builder().session_timeout(SESSION), connect_string).await;
+    let mut consumer = consumer_of(&client, kind, "/fq/q", Some("/fq/locks"));
     // libtest has printed "test lock_safe_child ... " without a newline: this ends that line.
     println!();
     for _ in 0..CHILD_ITEMS {
@@ -252,21 +272,48 @@ async fn lock_safe_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    consumer_of_ours_killed_mid_item(FIFO).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_queue_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    consumer_of_ours_killed_mid_item(ID).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_priority_queue_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    consumer_of_ours_killed_mid_item(PRIORITY).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delay_queue_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode() {
+    consumer_of_ours_killed_mid_item(DELAY).await;
+}
+
+/// Our consumer of the queue of `kind` (lock-safe), a child process, completes
+/// [`CHILD_ITEMS`] items of a Curator producer's [`COUNT`] next to a Curator consumer, then
+/// holds one and is killed (kill -9); a consumer of ours in this process joins: the held item
+/// goes to another consumer, none is lost or taken twice.
+async fn consumer_of_ours_killed_mid_item(kind: &'static str) {
     let server = server().await;
     let connect_string = server.connect_string();
     let tally = Tally::new(COUNT);
     let producer = {
         let connect_string = connect_string.clone();
         tokio::spawn(
-            async move { curator::produce(&connect_string, FIFO, "/fq/q", COUNT, "c").await },
+            async move { curator::produce(&connect_string, kind, "/fq/q", COUNT, "c").await },
         )
     };
-    let mut child = spawn_test_child("lock_safe_child", CHILD_ENV, &connect_string);
+    let mut child = spawn_test_child(
+        "lock_safe_child",
+        CHILD_ENV,
+        &format!("{kind} {connect_string}"),
+    );
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     // A Curator consumer shares the queue and its locks with the child, then with us.
     let mut curator = CuratorConsumer::start(
         &connect_string,
-        FIFO,
+        kind,
         "/fq/q",
         Some("/fq/locks"),
         None,
@@ -294,7 +341,7 @@ async fn a_consumer_of_ours_killed_mid_item_loses_nothing_in_lock_safe_mode() {
     // Curator's consumer lists the queue only when its children change: the lock going with
     // the child's session changes none, so our consumer (which watches the lock) takes part.
     let client = session(&server).await;
-    let ours = our_consumer(&client, &tally);
+    let ours = our_consumer(&client, kind, &tally);
     tally.wait_done().await;
     join("our consumer", LIMIT, ours).await;
     join("the Curator consumer", LIMIT, curator_task).await;

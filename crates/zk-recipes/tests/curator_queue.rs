@@ -4,10 +4,10 @@
 //! once, in Curator's order where one consumer takes them all. Faults (kill -9 of a consumer,
 //! cuts, expiry) are in `tests/tests/fault_queues.rs`.
 //!
-//! Counts: 10,000 items each way for `DistributedQueue`; 2,000 for the id and priority
-//! queues and 1,000 for the delay queue, whose consumers (Curator's and ours alike) list the
-//! queue again on every change of its children while items arrive, which costs a listing per
-//! item (quadratic in the queue's length) on this 2-core machine.
+//! Counts: 10,000 items each way for every kind. Our consumers list the queue once and follow
+//! it with a persistent watch (`a_consumer_lists_the_queue_once_while_it_drains_it_and_items_arrive`
+//! counts their getChildren requests); Curator's priority and delay consumers list it again on
+//! every change of its children.
 
 #[path = "curator_support/queue.rs"]
 mod curator;
@@ -16,15 +16,18 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use curator::{Consumed, CuratorConsumer, DELAY, FIFO, ID, PRIORITY};
+use curator::{Consumed, CuratorConsumer, DELAY, FIFO, ID, KINDS, PRIORITY, consumer_of, text};
 use tokio::sync::Notify;
-use zk_proto::Client;
+use zk_proto::jute::OpCode;
+use zk_proto::{Client, WatcherType};
 use zk_recipes::curator_queue::{
     Consumer, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
     DistributedQueue, Message,
 };
-use zk_testkit::client::{connect, join, start_server};
+use zk_testkit::client::{builder, connect, connect_proxied, join, start_server};
 
+/// The items of each exchange, each way.
+const COUNT: usize = 10_000;
 /// Bound of a whole exchange.
 const LIMIT: Duration = Duration::from_secs(600);
 /// Bound of one take while items are still to come.
@@ -38,13 +41,6 @@ fn index(text: &str, tag: &str) -> usize {
         .and_then(|rest| rest.strip_prefix('-'))
         .and_then(|i| i.parse().ok())
         .unwrap_or_else(|| panic!("not a {tag}-<i> item: {text}"))
-}
-
-/// The one item of a message, as text.
-fn text(message: &Message) -> String {
-    let items = message.items().expect("Curator's format");
-    assert_eq!(items.len(), 1, "one item per node");
-    String::from_utf8(items[0].to_vec()).expect("utf-8")
 }
 
 /// Asserts that `taken` holds each of `0..count` exactly once.
@@ -123,7 +119,6 @@ async fn curator_items(consumer: &mut CuratorConsumer, count: usize) -> Vec<Stri
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_curator_producer_and_our_consumers_pass_10000_items_exactly_once() {
-    const COUNT: usize = 10_000;
     let server = start_server().await;
     let connect_string = server.connect_string();
     let clients = [
@@ -161,7 +156,6 @@ async fn a_curator_producer_and_our_consumers_pass_10000_items_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_producer_and_a_curator_consumer_pass_10000_items_exactly_once() {
-    const COUNT: usize = 10_000;
     /// The last items go 10 to a node (`put_multi`), which Curator's consumer reads as 10.
     const MULTI_FROM: usize = 9_000;
     let server = start_server().await;
@@ -196,12 +190,10 @@ async fn our_producer_and_a_curator_consumer_pass_10000_items_exactly_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn id_queue_items_and_removals_cross_both_ways() {
-    const COUNT: usize = 2_000;
+async fn a_curator_id_queue_producer_and_our_consumer_pass_10000_items_and_removals() {
     let server = start_server().await;
     let connect_string = server.connect_string();
     let client = connect(&connect_string).await;
-
     // Curator puts with ids; we remove some by id and take the rest, reading the ids.
     curator::produce(&connect_string, ID, "/interop/id", COUNT, "c").await;
     let queue = DistributedIdQueue::new(&client, "/interop/id");
@@ -220,7 +212,13 @@ async fn id_queue_items_and_removals_cross_both_ways() {
     let mut expected: Vec<usize> = taken.clone();
     expected.extend(0..10);
     exactly_once(&expected, COUNT);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_id_queue_producer_and_a_curator_consumer_pass_10000_items_and_removals() {
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let client = connect(&connect_string).await;
     // We put with ids (one with '/' and '|', which Curator's fixId turns into '_'); Curator
     // removes one by id and takes the rest.
     let queue = DistributedIdQueue::new(&client, "/interop/rid");
@@ -257,12 +255,10 @@ async fn id_queue_items_and_removals_cross_both_ways() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn priority_queue_items_come_out_in_curators_order_both_ways() {
-    const COUNT: usize = 2_000;
+async fn a_curator_priority_queue_producer_and_our_consumer_pass_10000_items_in_order() {
     let server = start_server().await;
     let connect_string = server.connect_string();
     let client = connect(&connect_string).await;
-
     // Curator puts; we take them all: by priority, then in the order put.
     curator::produce(&connect_string, PRIORITY, "/interop/prio", COUNT, "c").await;
     let mut consumer = DistributedPriorityQueue::new(&client, "/interop/prio").consumer();
@@ -276,7 +272,13 @@ async fn priority_queue_items_come_out_in_curators_order_both_ways() {
         "priority order, then FIFO"
     );
     exactly_once(&taken, COUNT);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_priority_queue_producer_and_a_curator_consumer_pass_10000_items_in_order() {
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let client = connect(&connect_string).await;
     // We put (one node of 3 items by put_multi); Curator takes them in the same order.
     let queue = DistributedPriorityQueue::new(&client, "/interop/rprio");
     for i in 0..COUNT - 3 {
@@ -332,12 +334,10 @@ fn due_ms(name: &str) -> u128 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn delay_queue_items_cross_both_ways_and_never_come_early() {
-    const COUNT: usize = 1_000;
+async fn a_curator_delay_queue_producer_and_our_consumer_pass_10000_items_never_early() {
     let server = start_server().await;
     let connect_string = server.connect_string();
     let client = connect(&connect_string).await;
-
     // Curator puts items due up to 750 ms after its start, while we take: none before its
     // time (the node's time read against our clock when the take returns it).
     let producer = {
@@ -360,7 +360,13 @@ async fn delay_queue_items_cross_both_ways_and_never_come_early() {
     }
     join("the Curator producer", LIMIT, producer).await;
     exactly_once(&taken, COUNT);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_delay_queue_producer_and_a_curator_consumer_pass_10000_items() {
+    let server = start_server().await;
+    let connect_string = server.connect_string();
+    let client = connect(&connect_string).await;
     // We put items due up to 750 ms ahead; Curator takes them all.
     let queue = DistributedDelayQueue::new(&client, "/interop/rdelay");
     let start = SystemTime::now();
@@ -383,4 +389,158 @@ async fn delay_queue_items_cross_both_ways_and_never_come_early() {
     let indexes: Vec<usize> = items.iter().map(|t| index(t, "r")).collect();
     exactly_once(&indexes, COUNT);
     curator.quit().await;
+}
+
+/// Puts item `r-<i>` into the queue of `kind` at `path`: with Curator's producer's priority
+/// for `i`, or due (already) at its delay before now, so that items do not all come out in
+/// the order put.
+async fn put_one(client: &Client, kind: &str, path: &str, i: usize) {
+    let item = format!("r-{i}");
+    match kind {
+        FIFO => DistributedQueue::new(client, path).put(item).await,
+        ID => {
+            DistributedIdQueue::new(client, path)
+                .put(item, &format!("i{i}"))
+                .await
+        }
+        PRIORITY => {
+            DistributedPriorityQueue::new(client, path)
+                .put(item, curator::priority(i))
+                .await
+        }
+        _ => {
+            DistributedDelayQueue::new(client, path)
+                .put(item, SystemTime::now() - curator::delay(i))
+                .await
+        }
+    }
+    .expect("put");
+}
+
+/// Takes one message and says it was processed (lock-safe: completes it); returns its item.
+async fn take_one(consumer: &mut Consumer) -> String {
+    let message = consumer.next(TAKE).await.expect("take");
+    let item = text(&message);
+    message.complete().await.expect("complete");
+    item
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_lists_the_queue_once_while_it_drains_it_and_items_arrive() {
+    /// Items put before the consumer starts, then as many while it takes.
+    const ITEMS: usize = 1_000;
+    let server = start_server().await;
+    let producer = connect(&server.connect_string()).await;
+    // (kind, lock-safe, getChildren, addWatch) of each consumer.
+    let mut costs = Vec::new();
+    for kind in KINDS {
+        for locks in [None, Some("/cost/locks")] {
+            let path = format!("/cost/{kind}-{}", locks.is_some());
+            for i in 0..ITEMS {
+                put_one(&producer, kind, &path, i).await;
+            }
+            // Its own session behind a proxy that counts its requests; a watch buffer that
+            // cannot overflow (an overflow is made up for by one more listing, by design).
+            let proxied = connect_proxied(server.addr(), builder().watch_capacity(1 << 20)).await;
+            let mut consumer = consumer_of(&proxied.client, kind, &path, locks);
+            let more = {
+                let (producer, path) = (producer.clone(), path.clone());
+                tokio::spawn(async move {
+                    for i in ITEMS..2 * ITEMS {
+                        put_one(&producer, kind, &path, i).await;
+                    }
+                })
+            };
+            let mut taken = Vec::new();
+            while taken.len() < 2 * ITEMS {
+                taken.push(index(&take_one(&mut consumer).await, "r"));
+            }
+            join("the producer", LIMIT, more).await;
+            exactly_once(&taken, 2 * ITEMS);
+            let requests = |op| proxied.proxy.forwarded(op);
+            costs.push((
+                kind,
+                locks.is_some(),
+                requests(OpCode::GET_CHILDREN),
+                requests(OpCode::ADD_WATCH),
+            ));
+        }
+    }
+    // One listing and one watch each. Before the persistent watch, the priority and delay
+    // consumers listed again on every change of the queue's children, their own deletes
+    // included: 2,000 getChildren each here (the FIFO and id consumers 2, once per batch).
+    assert!(
+        costs
+            .iter()
+            .all(|&(_, _, listings, watches)| listings == 1 && watches == 1),
+        "(kind, lock-safe, getChildren, addWatch): {costs:?}"
+    );
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_put_while_consuming_that_sorts_first_comes_next() {
+    let server = start_server().await;
+    // One session for the producer and the consumer: the event of a create reaches the
+    // consumer's watch before the create's reply, so the consumer knows the item once `put`
+    // returned.
+    let client = connect(&server.connect_string()).await;
+    let priority = DistributedPriorityQueue::new(&client, "/order/prio");
+    let delay = DistributedDelayQueue::new(&client, "/order/delay");
+    let past = SystemTime::now() - Duration::from_secs(60);
+    for i in 0..5 {
+        priority.put(format!("p-{i}"), 10).await.expect("put");
+        delay
+            .put(format!("d-{i}"), past + Duration::from_secs(i))
+            .await
+            .expect("put");
+    }
+    for (queue_consumer, first, sooner) in [
+        (priority.consumer(), "p-0", "p-9"),
+        (delay.consumer(), "d-0", "d-9"),
+    ] {
+        let mut consumer = queue_consumer;
+        assert_eq!(take_one(&mut consumer).await, first);
+        if sooner.starts_with('p') {
+            priority.put(sooner, -1).await.expect("put");
+        } else {
+            delay
+                .put(sooner, past - Duration::from_secs(1))
+                .await
+                .expect("put");
+        }
+        assert_eq!(take_one(&mut consumer).await, sooner, "the new first item");
+        assert_eq!(
+            take_one(&mut consumer).await,
+            format!("{}-1", &first[..1]),
+            "then the listing's order"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_message_comes_back_and_a_dropped_consumer_removes_its_watch() {
+    let server = start_server().await;
+    let client = connect(&server.connect_string()).await;
+    let queue = DistributedPriorityQueue::with_lock_path(&client, "/drop/q", "/drop/locks");
+    queue.put("x-0", 1).await.expect("put");
+    queue.put("x-1", 2).await.expect("put");
+    let mut consumer = queue.consumer();
+    let message = consumer.next(TAKE).await.expect("take");
+    assert_eq!(text(&message), "x-0");
+    // The consumer's persistent watch is on the server.
+    client
+        .check_watches("/drop/q", WatcherType::ANY)
+        .await
+        .expect("the consumer's watch on the server");
+    // Dropped without being completed: its lock goes, and the same consumer takes it again
+    // (no event tells it: the item never left the queue).
+    drop(message);
+    assert_eq!(take_one(&mut consumer).await, "x-0");
+    assert_eq!(take_one(&mut consumer).await, "x-1");
+    drop(consumer);
+    // The watch's removal is queued when the consumer is dropped: the server has applied it
+    // before it answers this check.
+    assert_eq!(
+        client.check_watches("/drop/q", WatcherType::ANY).await,
+        Err(zk_proto::Error::NoWatcher)
+    );
 }

@@ -1,16 +1,20 @@
-//! Taking items: a [`Consumer`] keeps the sorted listing between takes, as Curator's consumer
-//! loop does (one getChildren per batch of items, not per item), and claims each item in one
-//! round trip (two requests queued back to back).
+//! Taking items: a [`Consumer`] lists the queue once and then follows it with a persistent
+//! recursive watch on the queue node, whose events (an item created, an item deleted) keep its
+//! sorted view of the queue up to date, so that draining n items costs one listing, not one
+//! per item or per change; it claims each item in one round trip (two requests queued back to
+//! back).
 
-use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
 use tokio::time::Instant;
-use zk_proto::{Client, CreateMode, CreateOptions, Error, WatchedEvent};
+use zk_proto::{
+    AddWatchMode, Client, CreateMode, CreateOptions, Error, EventType, KeeperState,
+    PersistentWatcher, WatchedEvent,
+};
 
 use super::{HeldLock, Kind, Message, QueueCore, deserialize, format, now_ms};
 use crate::barrier::{ensure_path, join_path};
@@ -18,23 +22,67 @@ use crate::cleanup::withdraw;
 use crate::deadline::{deadline_of, until};
 use crate::{Error as RecipeError, Result};
 
-/// A children watch of the queue node, waiting.
-type ChildrenWatch = Pin<Box<dyn Future<Output = zk_proto::Result<WatchedEvent>> + Send>>;
+/// The names of the items whose message was dropped without being completed (lock-safe
+/// mode): the consumer that took them tries them again.
+pub(super) type Returned = Arc<Mutex<Vec<String>>>;
+
+/// An item node known to a consumer, ordered as Curator's consumers take them: by due time
+/// (delay queue; 0 for the other kinds), then by the name without the id (id queue), then by
+/// name (the FIFO and priority queues, whose names sort in their order).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    epoch: i64,
+    key: Option<String>,
+    name: String,
+}
+
+impl Entry {
+    fn new(kind: Kind, name: &str) -> Self {
+        Self {
+            epoch: if kind == Kind::Delay {
+                format::epoch_of(name)
+            } else {
+                0
+            },
+            key: (kind == Kind::Id).then(|| format::parse_id(name).1),
+            name: name.to_owned(),
+        }
+    }
+}
 
 /// A consumer of one queue: the stream of its messages, in Curator's order
-/// ([`next`](Self::next)). It keeps the last listing of the queue and takes its items in
-/// order before it lists again (Curator's consumer loop), so a queue of n items costs about
-/// n / (items per listing) listings rather than n. A priority or delay queue lists again as
-/// soon as its children change (Curator's `refreshOnWatch`), so that a new item that sorts
-/// first comes first.
+/// ([`next`](Self::next)).
+///
+/// It lists the queue once (with a persistent recursive watch on the queue node, added in the
+/// same round trip) and from then on follows the watch's events: an item created goes into its
+/// sorted view of the queue at its place, an item deleted (by any consumer) leaves it. So a new
+/// item that sorts first (a lower priority, an earlier time) comes first as soon as its event
+/// has arrived, and draining n items costs one getChildren, not one per batch or per change
+/// (Curator's priority and delay consumers list the queue again on every change of its
+/// children, their own deletes included: n listings of up to n names). It lists again only
+/// when the events may have missed a change: after a reconnection (a persistent watch does not
+/// replay the changes made while disconnected), when it fell more than the client's
+/// [`watch_capacity`](zk_proto::ClientBuilder::watch_capacity) events behind, or when the
+/// watch was removed. Each event costs the consumer an ordered-set update, no request.
+///
+/// Dropping the consumer removes its watch on the server (see [`PersistentWatcher`]).
 ///
 /// Made by `consumer()` on any queue kind ([`DistributedQueue::consumer`](super::DistributedQueue::consumer), ...).
 pub struct Consumer {
     core: QueueCore,
-    /// Item names of the last listing not tried yet, in order.
-    pending: VecDeque<String>,
-    /// The children watch set by the last listing; `None` once it fired.
-    watch: Option<ChildrenWatch>,
+    /// The items in the queue not tried since they were found held, in order: the listing,
+    /// kept up to date by the watch's events.
+    pending: BTreeSet<Entry>,
+    /// The items found held by another consumer: tried again when this consumer has nothing
+    /// else to take and something changed (an event, the first one's lock gone).
+    held: BTreeSet<Entry>,
+    /// The persistent recursive watch on the queue node; `None` before the first listing and
+    /// once it ended (an overflow, the session's end).
+    watch: Option<PersistentWatcher>,
+    /// The view may have missed changes: list again before the next item.
+    stale: bool,
+    /// The names of this consumer's messages dropped without completion.
+    returned: Returned,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -43,6 +91,8 @@ impl std::fmt::Debug for Consumer {
             .field("path", &self.core.path)
             .field("lock_path", &self.core.lock_path)
             .field("pending", &self.pending.len())
+            .field("held", &self.held.len())
+            .field("watching", &self.watch.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -53,16 +103,38 @@ pub(super) enum Claim {
     Taken(Bytes, Option<HeldLock>),
     /// Taken by another consumer, or changed: skip it.
     Gone,
-    /// Locked by another consumer (the lock node's path).
-    Held(String),
+    /// Locked by another consumer.
+    Held,
+}
+
+/// What ended a wait.
+enum Woken {
+    /// An event of the queue's watch, or the error that ended it.
+    Event(zk_proto::Result<WatchedEvent>),
+    /// The first held item's lock changed (deleted: its holder is gone), or the session ended.
+    Lock(zk_proto::Result<()>),
+    /// The first delayed item is due.
+    Due,
+}
+
+/// What an event means for a waiting consumer.
+#[derive(Debug, PartialEq, Eq)]
+enum Wake {
+    /// Try the queue again.
+    Yes,
+    /// Keep waiting (the connection was lost: nothing can be taken until the next one).
+    No,
 }
 
 impl Consumer {
     pub(super) fn new(core: QueueCore) -> Self {
         Self {
             core,
-            pending: VecDeque::new(),
+            pending: BTreeSet::new(),
+            held: BTreeSet::new(),
             watch: None,
+            stale: true,
+            returned: Returned::default(),
         }
     }
 
@@ -71,17 +143,20 @@ impl Consumer {
     ///
     /// Round trips per item: 1 (default mode: getData and the delete at version 0 queued
     /// back to back, Curator's items are never changed; an item whose version is not 0 costs
-    /// 1 more; lock-safe mode: the lock's create and getData queued back to back), plus 1
-    /// getChildren per listing (a listing serves every item it names). When nothing can be
-    /// taken, it waits for a child change, for the lock of the first held item to go (its
-    /// holder died: an exists watch, 1 round trip) or for the first delayed item's time.
+    /// 1 more; lock-safe mode: the lock's create and getData queued back to back). The first
+    /// call lists the queue (addWatch and getChildren queued back to back: 1 round trip);
+    /// later calls list again only after a reconnection, a watch overflow or the watch's
+    /// removal (see [`Consumer`]). When nothing can be taken, it waits for an event of the
+    /// queue, for the lock of the first held item to go (its holder died: an exists watch,
+    /// 1 round trip) or for the first delayed item's time.
     ///
     /// # Errors
     ///
     /// [`crate::Error::Timeout`] when `timeout` passed first (nothing was taken); the
     /// connection errors. Default mode: an item whose delete was applied but whose reply was
     /// lost ([`Error::ConnectionLoss`]) is lost (at most once). A disconnection while
-    /// waiting is not an error: the watches are set again on reconnection.
+    /// waiting is not an error: the watch is set again on reconnection, and the queue listed
+    /// again.
     ///
     /// # Cancellation safety
     ///
@@ -92,8 +167,9 @@ impl Consumer {
     ///
     /// # Session loss
     ///
-    /// Fails with [`Error::SessionExpired`] (also while waiting); items not taken stay, and
-    /// a lock-safe consumer's locks go with its session.
+    /// Fails with [`Error::SessionExpired`] (also while waiting: the watch reports it); items
+    /// not taken stay, and a lock-safe consumer's locks go with its session. A later call
+    /// adds the watch again (which fails the same way unless the client renewed its session).
     pub async fn next(&mut self, timeout: Option<Duration>) -> Result<Message> {
         match self.poll(deadline_of(timeout), true).await? {
             Some(message) => Ok(message),
@@ -119,141 +195,248 @@ impl Consumer {
         self.poll(None, false).await
     }
 
-    /// Whether the listing should be read again before the next item: a priority or delay
-    /// queue whose children changed since it was listed.
-    fn refresh_wanted(&mut self) -> bool {
-        if !matches!(self.core.kind, Kind::Priority | Kind::Delay) {
-            return false;
-        }
-        match self.watch.as_mut().map(FutureExt::now_or_never) {
-            Some(None) => false,
-            Some(Some(_)) => {
-                self.watch = None;
-                true
+    /// The item named by an event's path, if it is a child of the queue node.
+    fn item_name<'a>(&self, path: &'a str) -> Option<&'a str> {
+        let rest = path.strip_prefix(self.core.path.trim_end_matches('/'))?;
+        let name = rest.strip_prefix('/')?;
+        (!name.contains('/') && name.starts_with(super::ITEM_PREFIX)).then_some(name)
+    }
+
+    /// Applies one event of the watch to the view.
+    fn apply(&mut self, event: &WatchedEvent) -> Wake {
+        match event.event_type {
+            EventType::NONE => match event.state {
+                // Changes may be missed until the next connection of the session, whose
+                // marker comes once the watch is armed again: list again then.
+                KeeperState::DISCONNECTED => {
+                    self.stale = true;
+                    Wake::No
+                }
+                KeeperState::SYNC_CONNECTED | KeeperState::CONNECTED_READ_ONLY => {
+                    self.stale = true;
+                    Wake::Yes
+                }
+                _ => Wake::No,
+            },
+            EventType::NODE_CREATED => {
+                if let Some(name) = self.item_name(&event.path) {
+                    let entry = Entry::new(self.core.kind, name);
+                    if !self.held.contains(&entry) {
+                        self.pending.insert(entry);
+                    }
+                }
+                Wake::Yes
             }
-            None => true,
+            EventType::NODE_DELETED => {
+                if let Some(name) = self.item_name(&event.path) {
+                    let entry = Entry::new(self.core.kind, name);
+                    self.pending.remove(&entry);
+                    self.held.remove(&entry);
+                }
+                Wake::Yes
+            }
+            EventType::PERSISTENT_WATCH_REMOVED => {
+                // Removed by someone else's `remove_watches`: added again with a listing.
+                self.watch = None;
+                self.stale = true;
+                Wake::Yes
+            }
+            _ => Wake::No,
         }
     }
 
-    /// Lists the queue (with a children watch); `false` when the queue node is missing.
-    async fn list(&mut self, deadline: Option<Instant>) -> Result<bool> {
-        let listed = until(
-            deadline,
-            self.core.client.get_children_watch(&self.core.path),
-        )
+    /// The watch ended with `error`: an overflow is made up for by a listing; the session's
+    /// end is the caller's error.
+    fn watch_ended(&mut self, error: Error) -> Result<()> {
+        self.watch = None;
+        self.stale = true;
+        match error {
+            Error::WatchOverflow { .. } => Ok(()),
+            error => Err(error.into()),
+        }
+    }
+
+    /// Applies the events already buffered, and the names of dropped messages, without
+    /// waiting.
+    fn absorb(&mut self) -> Result<()> {
+        while let Some(next) = self.watch.as_mut().and_then(|w| w.next().now_or_never()) {
+            match next {
+                Ok(event) => {
+                    self.apply(&event);
+                }
+                Err(error) => return self.watch_ended(error),
+            }
+        }
+        let returned = match self.returned.lock() {
+            Ok(mut returned) => std::mem::take(&mut *returned),
+            Err(_) => Vec::new(),
+        };
+        for name in returned {
+            self.pending.insert(Entry::new(self.core.kind, &name));
+        }
+        Ok(())
+    }
+
+    /// Lists the queue, adding the watch first (queued back to back) when there is none.
+    /// Events that arrived before the listing's reply describe changes it already shows:
+    /// applied after it, they change nothing (an item's name is never used twice).
+    async fn list(&mut self, deadline: Option<Instant>) -> Result<()> {
+        let client = &self.core.client;
+        let watch = self
+            .watch
+            .is_none()
+            .then(|| client.add_watch(&self.core.path, AddWatchMode::PERSISTENT_RECURSIVE));
+        let listed = client.get_children(&self.core.path);
+        let (watch, listed) = until(deadline, async move {
+            let watch = match watch {
+                Some(watch) => Some(watch.await),
+                None => None,
+            };
+            (watch, listed.await)
+        })
         .await?;
-        let (children, watch) = match listed {
-            Ok(listed) => listed,
-            Err(Error::NoNode) => return Ok(false),
+        if let Some(watch) = watch {
+            self.watch = Some(watch?);
+        }
+        let children = match listed {
+            Ok(children) => children,
+            // Its creation will be an event of the watch.
+            Err(Error::NoNode) => Default::default(),
             Err(error) => return Err(error.into()),
         };
-        self.pending = self.core.sorted(children.to_vec()).into();
-        self.watch = Some(Box::pin(watch.changed()));
-        Ok(true)
+        let kind = self.core.kind;
+        self.pending = children
+            .iter()
+            .filter(|name| name.starts_with(super::ITEM_PREFIX))
+            .map(|name| Entry::new(kind, name))
+            .collect();
+        self.held.clear();
+        self.stale = false;
+        Ok(())
     }
 
     async fn poll(&mut self, deadline: Option<Instant>, wait: bool) -> Result<Option<Message>> {
         loop {
-            let mut fresh = false;
-            if self.pending.is_empty() || self.refresh_wanted() {
-                if !self.list(deadline).await? {
-                    if !wait {
-                        return Ok(None);
-                    }
-                    // Wait for the queue node itself.
-                    let (stat, watch) =
-                        until(deadline, self.core.client.exists_watch(&self.core.path)).await??;
-                    if stat.is_none() {
-                        until(deadline, watch.changed()).await??;
-                    }
-                    continue;
-                }
-                fresh = true;
+            self.absorb()?;
+            if self.stale || self.watch.is_none() {
+                self.list(deadline).await?;
+                continue;
             }
-            let mut locked = None;
             let mut due_in = None;
             let now = now_ms();
-            while let Some(name) = self.pending.front() {
+            while let Some(first) = self.pending.first() {
                 if self.core.kind == Kind::Delay {
-                    let delay = format::epoch_of(name).saturating_sub(now);
+                    let delay = first.epoch.saturating_sub(now);
                     if delay > 0 {
                         // Sorted by time: every later item is due later.
                         due_in = Some(Duration::from_millis(delay.unsigned_abs()));
                         break;
                     }
                 }
-                let Some(name) = self.pending.pop_front() else {
-                    break;
-                };
                 if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                    self.pending.push_front(name);
                     return Err(RecipeError::Timeout);
                 }
-                match self.core.claim(&name).await? {
-                    Claim::Taken(data, lock) => {
+                let Some(entry) = self.pending.pop_first() else {
+                    break;
+                };
+                let claimed = match self.core.claim(&entry.name).await {
+                    Ok(claimed) => claimed,
+                    Err(error) => {
+                        // Tried again by the next call (gone by then if the claim went through).
+                        self.pending.insert(entry);
+                        return Err(error);
+                    }
+                };
+                match claimed {
+                    Claim::Taken(data, mut lock) => {
+                        if let Some(lock) = lock.as_mut() {
+                            lock.returned = Arc::downgrade(&self.returned);
+                        }
                         let items = deserialize(&data);
                         if let Err(error) = &items {
-                            tracing::warn!(item = name, %error, "a queue item not in Curator's format");
+                            tracing::warn!(item = entry.name, %error, "a queue item not in Curator's format");
                         }
                         return Ok(Some(Message {
-                            name,
+                            name: entry.name,
                             data,
                             items,
                             lock,
                         }));
                     }
                     Claim::Gone => {}
-                    Claim::Held(lock) => {
-                        locked.get_or_insert(lock);
+                    Claim::Held => {
+                        self.held.insert(entry);
                     }
                 }
-                if self.refresh_wanted() {
+                // An item put meanwhile that sorts first comes next.
+                self.absorb()?;
+                if self.stale {
                     break;
                 }
             }
-            if !fresh {
-                // The listing was older than this call: read it again before waiting.
-                self.pending.clear();
+            if self.stale {
                 continue;
             }
             if !wait {
                 return Ok(None);
             }
-            self.pending.clear();
-            let lock_watch = match locked {
-                Some(lock) => match until(deadline, self.core.client.exists_watch(&lock)).await? {
+            self.wait(deadline, due_in).await?;
+            // Something changed: the held items are tried again.
+            let mut held = std::mem::take(&mut self.held);
+            self.pending.append(&mut held);
+        }
+    }
+
+    /// Waits until something may let this consumer take an item: an event of the queue, the
+    /// lock of the first held item gone, the first delayed item's time.
+    async fn wait(&mut self, deadline: Option<Instant>, due_in: Option<Duration>) -> Result<()> {
+        let lock_watch = match (self.held.first(), self.core.lock_path.as_deref()) {
+            (Some(first), Some(lock_path)) => {
+                let lock = join_path(lock_path, &first.name);
+                match until(deadline, self.core.client.exists_watch(&lock)).await? {
                     Ok((Some(_), watch)) => Some(watch),
-                    // Released since: list again.
-                    Ok((None, _)) => continue,
+                    // Released since: try again.
+                    Ok((None, _)) => return Ok(()),
                     Err(error) => return Err(error.into()),
-                },
-                None => None,
+                }
+            }
+            _ => None,
+        };
+        let lock_gone = async {
+            match lock_watch {
+                Some(lock) => lock.changed().await.map(drop),
+                None => std::future::pending().await,
+            }
+        };
+        let due = async {
+            match due_in {
+                Some(due_in) => tokio::time::sleep(due_in).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(lock_gone, due);
+        loop {
+            let Some(watch) = self.watch.as_mut() else {
+                return Ok(());
             };
-            let children = self.watch.take();
-            until(deadline, async {
+            let woken = until(deadline, async {
                 tokio::select! {
-                    event = async {
-                        match children {
-                            Some(children) => children.await.map(drop),
-                            // Fired already: list again.
-                            None => Ok(()),
-                        }
-                    } => event,
-                    event = async {
-                        match lock_watch {
-                            Some(lock) => lock.changed().await,
-                            None => std::future::pending().await,
-                        }
-                    } => event.map(drop),
-                    () = async {
-                        match due_in {
-                            Some(due_in) => tokio::time::sleep(due_in).await,
-                            None => std::future::pending().await,
-                        }
-                    } => Ok(()),
+                    event = watch.next() => Woken::Event(event),
+                    gone = &mut lock_gone => Woken::Lock(gone),
+                    () = &mut due => Woken::Due,
                 }
             })
-            .await??;
+            .await?;
+            match woken {
+                Woken::Lock(Err(error)) => return Err(error.into()),
+                Woken::Lock(Ok(())) | Woken::Due => return Ok(()),
+                Woken::Event(Ok(event)) => {
+                    if self.apply(&event) == Wake::Yes {
+                        return Ok(());
+                    }
+                }
+                Woken::Event(Err(error)) => return self.watch_ended(error),
+            }
         }
     }
 }
@@ -317,7 +500,7 @@ impl QueueCore {
             Ok(_) => lock.owned = Owned::Yes,
             Err(Error::NodeExists) => {
                 lock.owned = Owned::No;
-                return Ok(Claim::Held(std::mem::take(&mut lock.path)));
+                return Ok(Claim::Held);
             }
             Err(error) => return Err(error.into()),
         }
@@ -397,6 +580,7 @@ impl PendingLock {
             item_path: item_path.to_owned(),
             lock_path: std::mem::take(&mut self.path),
             held: true,
+            returned: Weak::new(),
         }
     }
 }

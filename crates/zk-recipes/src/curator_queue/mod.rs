@@ -90,12 +90,22 @@ struct HeldLock {
     item_path: String,
     lock_path: String,
     held: bool,
+    /// The consumer that took the item, told of it when the lock is released without the
+    /// item's completion, so that it tries the item again.
+    returned: std::sync::Weak<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
         if self.held {
+            // Queued now: before any later claim of the item by this session.
             withdraw(&self.client, std::mem::take(&mut self.lock_path));
+            if let Some(returned) = self.returned.upgrade()
+                && let Ok(mut returned) = returned.lock()
+                && let Some(name) = self.item_path.rsplit('/').next()
+            {
+                returned.push(name.to_owned());
+            }
         }
     }
 }
@@ -271,8 +281,10 @@ macro_rules! queue_common {
                 self.core.len().await
             }
 
-            /// A consumer of this queue: the stream of its messages in Curator's order,
-            /// keeping the listing between items (the way to drain a long queue).
+            /// A consumer of this queue: the stream of its messages in Curator's order. It
+            /// lists the queue once and follows it with a persistent watch (the way to drain
+            /// a long queue: one getChildren for all its items, see [`Consumer`]). Nothing is
+            /// sent before its first call.
             pub fn consumer(&self) -> Consumer {
                 Consumer::new(self.core.clone())
             }
@@ -280,7 +292,8 @@ macro_rules! queue_common {
             /// Takes the first item node in Curator's order, waiting at most `timeout`
             /// (`None`: no limit) for one that is there, due, and not held by another
             /// consumer: [`Consumer::next`] on a new consumer, so each call lists the queue
-            /// (1 getChildren per call; a [`consumer`](Self::consumer) lists once per batch).
+            /// (1 getChildren per call, with the consumer's watch added in the same round trip
+            /// and removed when it returns; a [`consumer`](Self::consumer) lists once).
             ///
             /// # Errors
             ///

@@ -11,6 +11,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
+use zk_proto::Client;
+use zk_recipes::curator_queue::{
+    Consumer, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
+    DistributedQueue, Message,
+};
 
 /// Bound of a Curator producer's run (10,000 puts, its JVM start included).
 pub const PRODUCE_LIMIT: Duration = Duration::from_secs(300);
@@ -35,6 +40,35 @@ pub fn priority(i: usize) -> i32 {
 /// `CuratorQueue.delay(i)`: the delay (after the producer's start) of item `i`.
 pub fn delay(i: usize) -> Duration {
     Duration::from_millis((i % 4) as u64 * 250)
+}
+
+/// The four kinds, for the tests that run on each.
+pub const KINDS: [&str; 4] = [FIFO, ID, PRIORITY, DELAY];
+
+/// Our consumer of the queue of `kind` at `path`, lock-safe with `lock_path`.
+pub fn consumer_of(client: &Client, kind: &str, path: &str, lock_path: Option<&str>) -> Consumer {
+    match (kind, lock_path) {
+        (FIFO, None) => DistributedQueue::new(client, path).consumer(),
+        (FIFO, Some(locks)) => DistributedQueue::with_lock_path(client, path, locks).consumer(),
+        (ID, None) => DistributedIdQueue::new(client, path).consumer(),
+        (ID, Some(locks)) => DistributedIdQueue::with_lock_path(client, path, locks).consumer(),
+        (PRIORITY, None) => DistributedPriorityQueue::new(client, path).consumer(),
+        (PRIORITY, Some(locks)) => {
+            DistributedPriorityQueue::with_lock_path(client, path, locks).consumer()
+        }
+        (DELAY, None) => DistributedDelayQueue::new(client, path).consumer(),
+        (DELAY, Some(locks)) => {
+            DistributedDelayQueue::with_lock_path(client, path, locks).consumer()
+        }
+        (kind, _) => panic!("no queue kind {kind}"),
+    }
+}
+
+/// The one item of a message, as text.
+pub fn text(message: &Message) -> String {
+    let items = message.items().expect("Curator's format");
+    assert_eq!(items.len(), 1, "one item per node");
+    String::from_utf8(items[0].to_vec()).expect("utf-8")
 }
 
 fn command(connect_string: &str) -> tokio::process::Command {
