@@ -11,12 +11,12 @@
 //! hooks in the client and the driver compile to nothing.
 
 #[cfg(feature = "request-timing")]
-pub(crate) use on::{DecodedAt, Issued, Recorder, SendStamps};
+pub(crate) use on::{DecodedAt, Issued, Receiving, Recorder, SendStamps};
 #[cfg(feature = "request-timing")]
 pub use on::{LatencySummary, RequestTiming};
 
 #[cfg(not(feature = "request-timing"))]
-pub(crate) use off::{DecodedAt, Issued, Recorder, SendStamps};
+pub(crate) use off::{DecodedAt, Issued, Receiving, Recorder, SendStamps};
 
 #[cfg(feature = "request-timing")]
 mod on;

@@ -22,6 +22,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use jute::{
     AddWatchMode, Create2Response, ErrorResponse, ExistsResponse, GetAclResponse,
     GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse, GetDataResponse,
@@ -118,6 +119,32 @@ fn typed<R: ReplyBody>(reply: Reply) -> Result<R> {
         .map_err(|_| Error::Protocol(ProtocolError::UnexpectedResponse(std::any::type_name::<R>())))
 }
 
+/// A call's reply on its way back from the connection task. Written out rather than an
+/// `async` block, so that a call's future holds the receiver and little else (the `async`
+/// version kept room for the reply itself in every call's future: 120 bytes for `get_data`,
+/// moved with the future wherever the caller keeps it).
+#[derive(Debug)]
+struct PendingReply {
+    rx: oneshot::Receiver<Delivery>,
+    /// The receive interval's stamp (feature `request-timing`); taken when the reply comes.
+    receiving: Option<crate::request_timing::Receiving>,
+}
+
+impl Future for PendingReply {
+    type Output = Reply;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Reply> {
+        let delivery = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx))?;
+        if let Some(receiving) = self.receiving.take() {
+            receiving.received(delivery.decoded);
+        }
+        std::task::Poll::Ready(Ok(delivery.result))
+    }
+}
+
 /// A result the server put in a multi reply that its request could not have produced: the
 /// reply decoded (a multi's results are tagged), so only that item fails.
 fn misreported(what: &'static str) -> Error {
@@ -208,11 +235,7 @@ impl Client {
         self.shared.published.borrow().negotiated_timeout
     }
 
-    fn send(
-        &self,
-        op: Op,
-        watch: Option<WatchSink>,
-    ) -> impl Future<Output = Reply> + Send + 'static + use<> {
+    fn send(&self, op: Op, watch: Option<WatchSink>) -> PendingReply {
         let (reply, rx) = oneshot::channel::<Delivery>();
         let command = Command::Submit {
             op,
@@ -226,11 +249,9 @@ impl Client {
         {
             let _ = reply.send(Err(Error::Closed).into());
         }
-        let receiving = self.shared.timing.receiving();
-        async move {
-            let delivery = rx.await?;
-            receiving.received(delivery.decoded);
-            Ok(delivery.result)
+        PendingReply {
+            rx,
+            receiving: Some(self.shared.timing.receiving()),
         }
     }
 
@@ -240,8 +261,7 @@ impl Client {
         &self,
         op: Op,
     ) -> impl Future<Output = Result<R>> + Send + 'static + use<R> {
-        let reply = self.send(op, None);
-        async move { typed(reply.await) }
+        self.send(op, None).map(typed::<R>)
     }
 
     /// As [`call`](Self::call), with the one-shot watcher the op leaves.
@@ -250,8 +270,8 @@ impl Client {
         op: Op,
     ) -> impl Future<Output = (Result<R>, OneshotWatcher)> + Send + 'static + use<R> {
         let (tx, rx) = oneshot::channel();
-        let reply = self.send(op, Some(WatchSink::Once(tx)));
-        async move { (typed(reply.await), OneshotWatcher { rx }) }
+        self.send(op, Some(WatchSink::Once(tx)))
+            .map(move |reply| (typed(reply), OneshotWatcher { rx }))
     }
 
     /// Creates a node; returns its path (with the sequence suffix for sequential modes) and

@@ -470,3 +470,45 @@ fn request_ids_spread_over_the_map() {
     }
     assert!((1..=1024).all(|id| map.get(&RequestId(id)) == Some(&id)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_future_holds_little_more_than_its_reply_channel() {
+    let (client, mut server) = connected_client().await;
+    // A caller that keeps many calls in flight moves each future into its queue and out:
+    // they stay small (the `async` version held room for the reply, 120 bytes).
+    let call = client.get_data("/n");
+    assert!(
+        std::mem::size_of_val(&call) <= 64,
+        "{} bytes",
+        std::mem::size_of_val(&call)
+    );
+    let frame = server.next().await.expect("a request").expect("a frame");
+    let reply = jute::GetDataResponse {
+        data: Some(Bytes::from_static(b"value")),
+        stat: jute::Stat::default(),
+    };
+    server
+        .send((ok_reply(xid_of(&frame)), reply))
+        .await
+        .expect("send");
+    let (data, _) = call.await.expect("answered");
+    assert_eq!(&data[..], b"value");
+    // A call dropped before its reply: the reply is read and discarded, the next call is
+    // answered with its own.
+    let dropped = client.exists("/gone");
+    let kept = client.exists("/kept");
+    drop(dropped);
+    for version in [1, 2] {
+        let frame = server.next().await.expect("a request").expect("a frame");
+        let stat = jute::Stat {
+            version,
+            ..jute::Stat::default()
+        };
+        server
+            .send((ok_reply(xid_of(&frame)), stat))
+            .await
+            .expect("send");
+    }
+    let stat = kept.await.expect("answered").expect("exists");
+    assert_eq!(stat.version, 2);
+}
