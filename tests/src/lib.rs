@@ -17,6 +17,8 @@
 //! - [`raw`]: a session spoken by hand, jute records over a blocking socket, for tests of the
 //!   protocol itself and of requests the client refuses to send.
 //! - [`java`]: small Java programs run from tests (the ZooKeeper Java client, Apache Curator).
+//! - [`line_program`]: a program (a Curator one, say) driven by a command line and a reply
+//!   line at a time, each wait bounded.
 //! - [`partition`]: real network partitions between the servers of an ensemble, each server in a
 //!   Linux network namespace of its own on a private bridge, cut with nftables (needs root; a
 //!   bed that the machine does not allow is skipped with one line).
@@ -135,6 +137,8 @@ mod install;
 pub mod java;
 #[cfg(feature = "servers")]
 pub mod kdc;
+#[cfg(feature = "servers")]
+pub mod line_program;
 #[cfg(feature = "servers")]
 mod options;
 #[cfg(feature = "servers")]

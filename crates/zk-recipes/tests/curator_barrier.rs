@@ -6,16 +6,14 @@
 
 mod curator_support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use curator_support::curator_program;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
 use zk_recipes::barrier::{Barrier, DoubleBarrier};
 use zk_testkit::client::{
     blocking, children, connect, eventually, join, start_server, wait_children,
 };
+use zk_testkit::line_program::LineProgram;
 use zk_testkit::{FOUR_LETTER_TIMEOUT, four_letter};
 
 /// Bound of every wait.
@@ -24,57 +22,35 @@ const WAIT: Option<Duration> = Some(LIMIT);
 
 /// A running `CuratorBarrier.java` (one Curator session). Killed when dropped.
 struct CuratorBarrier {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    program: LineProgram,
 }
 
 impl CuratorBarrier {
     async fn start(connect_string: &str, path: &str) -> Self {
-        let mut command = tokio::process::Command::from(curator_program("CuratorBarrier"));
-        command
-            .args([connect_string, path])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().expect("start java CuratorBarrier");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut curator = Self {
-            child,
-            stdin,
-            lines,
-        };
-        assert_eq!(curator.reply().await, "ready");
-        curator
+        let mut command = curator_program("CuratorBarrier");
+        command.args([connect_string, path]);
+        let mut program = LineProgram::spawn(command, "the Curator process", LIMIT);
+        assert_eq!(program.reply("start").await, "ready");
+        Self { program }
     }
 
     /// Sends a command without waiting for its reply.
     async fn send(&mut self, command: &str) {
-        self.stdin
-            .write_all(format!("{command}\n").as_bytes())
-            .await
-            .expect("write to Curator");
-        self.stdin.flush().await.expect("flush to Curator");
+        self.program.send(command).await;
     }
 
     /// The next reply.
     async fn reply(&mut self) -> String {
-        match tokio::time::timeout(LIMIT, self.lines.next_line()).await {
-            Ok(Ok(Some(line))) => line,
-            other => panic!("no reply from the Curator process: {other:?}"),
-        }
+        self.program.reply("a reply").await
     }
 
     async fn call(&mut self, command: &str) -> String {
-        self.send(command).await;
-        self.reply().await
+        self.program.call(command).await
     }
 
     async fn quit(mut self) {
         self.send("quit").await;
-        let status = tokio::time::timeout(LIMIT, self.child.wait()).await;
-        assert!(matches!(status, Ok(Ok(s)) if s.success()), "{status:?}");
+        self.program.wait_success().await;
     }
 }
 

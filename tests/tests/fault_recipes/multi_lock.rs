@@ -5,25 +5,21 @@
 //! one-lease semaphore killed with SIGKILL is waited out.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
 use zk_proto::SessionState;
 use zk_recipes::lock::{MultiLock, SemaphoreMutex, Validity};
 use zk_testkit::client::{
     builder, connect_proxied, connect_with, expire_session, serial, wait_children, wait_for_state,
     within,
 };
+use zk_testkit::line_program::LineProgram;
 
 use super::{RECIPE_TICK, WITHIN, server};
 
 /// `crates/zk-recipes/tests/curator/CuratorPeer.java` (its comment lists the commands).
 struct Peer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    program: LineProgram,
 }
 
 impl Peer {
@@ -32,46 +28,20 @@ impl Peer {
             .expect("Apache Curator is installed (scripts/install-curator.sh)");
         let source = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../crates/zk-recipes/tests/curator/CuratorPeer.java");
-        let mut child = tokio::process::Command::from(
-            zk_testkit::java::source_program(&classpath, &source).expect("java"),
-        )
-        .arg(connect_string)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start java CuratorPeer");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut peer = Peer {
-            child,
-            stdin,
-            lines,
-        };
-        assert_eq!(peer.reply().await, "ready");
-        peer
+        let mut command = zk_testkit::java::source_program(&classpath, &source).expect("java");
+        command.arg(connect_string);
+        let mut program = LineProgram::spawn(command, "the Curator peer", WITHIN * 2);
+        assert_eq!(program.reply("start").await, "ready");
+        Peer { program }
     }
 
     async fn call(&mut self, command: &str) -> String {
-        self.stdin
-            .write_all(format!("{command}\n").as_bytes())
-            .await
-            .expect("write to the peer");
-        self.stdin.flush().await.expect("flush");
-        self.reply().await
-    }
-
-    async fn reply(&mut self) -> String {
-        within("the peer's reply", WITHIN * 2, self.lines.next_line())
-            .await
-            .expect("read the peer")
-            .expect("the peer exited")
+        self.program.call(command).await
     }
 
     /// SIGKILL, and waits for the process to be gone.
-    async fn kill9(mut self) {
-        self.child.start_kill().expect("kill -9");
-        let _ = self.child.wait().await;
+    async fn kill9(self) {
+        self.program.kill9().await;
     }
 }
 

@@ -6,20 +6,16 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use zk_testkit::line_program::LineProgram;
 
 /// How long one command may take (the JVM's start included).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A running `CuratorDiscovery.java`. Killed when dropped.
 pub struct CuratorDiscovery {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    program: LineProgram,
 }
 
 impl CuratorDiscovery {
@@ -36,37 +32,19 @@ impl CuratorDiscovery {
         } else {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/curator/CuratorDiscovery.java")
         };
-        let command = zk_testkit::java::source_program(&classpath, &source).expect("java");
-        let mut command = tokio::process::Command::from(command);
+        let mut command = zk_testkit::java::source_program(&classpath, &source).expect("java");
         command
             .arg(connect_string)
             .arg(base)
-            .arg(session_timeout.as_millis().to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().expect("start java CuratorDiscovery");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut peer = CuratorDiscovery {
-            child,
-            stdin,
-            lines,
-        };
-        assert_eq!(peer.reply("start").await, "ready");
-        peer
+            .arg(session_timeout.as_millis().to_string());
+        let mut program = LineProgram::spawn(command, "the Curator process", COMMAND_TIMEOUT);
+        assert_eq!(program.reply("start").await, "ready");
+        CuratorDiscovery { program }
     }
 
     /// Sends one command and returns its reply; panics on an `error` reply.
     pub async fn call(&mut self, command: &str) -> String {
-        self.stdin
-            .write_all(format!("{command}\n").as_bytes())
-            .await
-            .expect("write to the Curator process");
-        self.stdin.flush().await.expect("flush");
-        let reply = self.reply(command).await;
-        assert!(!reply.starts_with("error"), "{command}: {reply}");
-        reply
+        self.program.call(command).await
     }
 
     /// `query <name>`, parsed: Curator's view of the service's instances.
@@ -76,30 +54,14 @@ impl CuratorDiscovery {
             .unwrap_or_else(|e| panic!("query reply {reply:?}: {e}"))
     }
 
-    async fn reply(&mut self, command: &str) -> String {
-        match tokio::time::timeout(COMMAND_TIMEOUT, self.lines.next_line()).await {
-            Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) => panic!("{command}: the Curator process exited"),
-            Ok(Err(e)) => panic!("{command}: reading the Curator process: {e}"),
-            Err(_) => panic!("{command}: no reply within {COMMAND_TIMEOUT:?}"),
-        }
-    }
-
     /// Kills the process with SIGKILL (no goodbye: its session lives until it expires).
-    pub async fn kill9(mut self) {
-        self.child
-            .start_kill()
-            .expect("kill -9 the Curator process");
-        let _ = self.child.wait().await;
+    pub async fn kill9(self) {
+        self.program.kill9().await;
     }
 
     /// Tells the process to close everything and exit, and waits for it.
     pub async fn quit(mut self) {
         assert_eq!(self.call("quit").await, "bye");
-        let status = tokio::time::timeout(COMMAND_TIMEOUT, self.child.wait()).await;
-        assert!(
-            matches!(status, Ok(Ok(s)) if s.success()),
-            "exit: {status:?}"
-        );
+        self.program.wait_success().await;
     }
 }

@@ -5,12 +5,10 @@
 
 mod java;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 pub use java::curator_program;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use zk_testkit::line_program::LineProgram;
 
 /// How long one command of the peer may take (its JVM start included).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -19,64 +17,28 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// process whose slots (each its own session and thread) take Curator's locks and leader
 /// latches when told to. Killed when dropped.
 pub struct CuratorPeer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    program: LineProgram,
 }
 
 impl CuratorPeer {
     /// Starts the peer against `connect_string` and waits until it is ready.
     pub async fn start(connect_string: &str) -> CuratorPeer {
-        let mut command = tokio::process::Command::from(curator_program("CuratorPeer"));
-        command
-            .arg(connect_string)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().expect("start java CuratorPeer");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut peer = CuratorPeer {
-            child,
-            stdin,
-            lines,
-        };
-        assert_eq!(peer.reply("start").await, "ready");
-        peer
+        let mut command = curator_program("CuratorPeer");
+        command.arg(connect_string);
+        let mut program = LineProgram::spawn(command, "the Curator peer", COMMAND_TIMEOUT);
+        assert_eq!(program.reply("start").await, "ready");
+        CuratorPeer { program }
     }
 
     /// Sends one command and returns its reply; panics on an `error` reply.
     pub async fn call(&mut self, command: &str) -> String {
-        self.stdin
-            .write_all(format!("{command}\n").as_bytes())
-            .await
-            .expect("write to the peer");
-        self.stdin.flush().await.expect("flush to the peer");
-        let reply = self.reply(command).await;
-        assert!(!reply.starts_with("error"), "{command}: {reply}");
-        reply
-    }
-
-    async fn reply(&mut self, command: &str) -> String {
-        match tokio::time::timeout(COMMAND_TIMEOUT, self.lines.next_line()).await {
-            Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) => panic!("{command}: the Curator peer exited"),
-            Ok(Err(e)) => panic!("{command}: reading the Curator peer: {e}"),
-            Err(_) => {
-                panic!("{command}: no reply from the Curator peer within {COMMAND_TIMEOUT:?}")
-            }
-        }
+        self.program.call(command).await
     }
 
     /// Tells the peer to quit (closing its sessions) and waits for it.
     pub async fn quit(mut self) {
-        let _ = self.stdin.write_all(b"- quit\n").await;
-        let _ = self.stdin.flush().await;
-        let status = tokio::time::timeout(COMMAND_TIMEOUT, self.child.wait()).await;
-        assert!(
-            matches!(status, Ok(Ok(s)) if s.success()),
-            "peer exit: {status:?}"
-        );
+        self.program.send("- quit").await;
+        self.program.wait_success().await;
     }
 }
 
