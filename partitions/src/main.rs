@@ -235,7 +235,11 @@ fn run_once(
     workloads: &[WorkloadKind],
 ) -> Result<Option<Vec<RunResult>>, String> {
     let bed = match scenario
-        .configure(PartitionBed::builder(scenario.servers()).tick_time(TICK))
+        .configure(
+            PartitionBed::builder(scenario.servers())
+                .tick_time(TICK)
+                .startup_timeout(world::REJOIN_LIMIT),
+        )
         .start()
     {
         Ok(Some(bed)) => bed,
