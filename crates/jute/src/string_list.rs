@@ -12,6 +12,9 @@ use crate::reader::{Decode, Encode, Reader};
 /// `isize::MAX` bytes, so no offset has this bit set.
 const NULL_FLAG: usize = 1 << (usize::BITS - 1);
 
+/// The stack buffer encoding gathers short strings in.
+const ENCODE_CHUNK: usize = 512;
+
 /// A list of strings held in one buffer: the type of every `vector<ustring>` field (children
 /// names, ephemeral paths, the paths of SetWatches).
 ///
@@ -429,17 +432,39 @@ impl Encode for StringList {
     fn encoded_len(&self) -> usize {
         4 + 4 * self.len() + self.text().len()
     }
+    /// Short strings are gathered in a buffer on the stack and written to `buf` a chunk at a
+    /// time: two `BufMut` calls per string cost more than the bytes themselves.
     fn encode<B: BufMut>(&self, buf: &mut B) {
         encode_len(Some(self.len()), buf);
+        let mut chunk = [0u8; ENCODE_CHUNK];
+        let mut used = 0;
         for entry in self.iter_nullable() {
-            match entry {
-                Some(text) => {
-                    encode_len(Some(text.len()), buf);
-                    buf.put_slice(text.as_bytes());
+            let (prefix, text) = match entry {
+                Some(text) => (
+                    i32::try_from(text.len()).unwrap_or(i32::MAX),
+                    text.as_bytes(),
+                ),
+                None => (NULL_LEN, &[][..]),
+            };
+            let needed = 4 + text.len();
+            if used + needed > chunk.len() {
+                buf.put_slice(&chunk[..used]);
+                used = 0;
+            }
+            match chunk.get_mut(used..used + needed) {
+                Some(room) => {
+                    let (head, tail) = room.split_at_mut(4);
+                    head.copy_from_slice(&prefix.to_be_bytes());
+                    tail.copy_from_slice(text);
+                    used += needed;
                 }
-                None => buf.put_i32(NULL_LEN),
+                None => {
+                    buf.put_i32(prefix);
+                    buf.put_slice(text);
+                }
             }
         }
+        buf.put_slice(&chunk[..used]);
     }
 }
 
@@ -471,8 +496,20 @@ impl Decode for Option<StringList> {
                 remaining: reader.remaining(),
             }));
         }
-        let (present, text_len) = scan(reader.rest(), count);
-        let mut list = StringList::with_capacity(present, text_len);
+        let scanned = scan(reader.rest(), count);
+        // Fast path: the whole vector is there and its text is standard UTF-8, checked in one
+        // pass over all the strings (then each end must be a char boundary).
+        if scanned.present == count
+            && let Some(list) = reader
+                .rest()
+                .get(..scanned.consumed)
+                .and_then(|raw| copy_utf8(raw, count, scanned.text_len))
+        {
+            reader.read_borrowed(scanned.consumed, |_| ())?;
+            return Ok(Some(list));
+        }
+        // Slow path, string by string: Java's surrogate forms, and the errors.
+        let mut list = StringList::with_capacity(scanned.present, scanned.text_len);
         for _ in 0..count {
             match reader.read_len()? {
                 None => list.push_null(),
@@ -487,30 +524,87 @@ impl Decode for Option<StringList> {
     }
 }
 
-/// How many of `count` encoded strings at the front of `raw` are whole (prefix and bytes),
-/// and the bytes of their text: what decoding them reserves. Stops at the first one that is
+/// What [`scan`] found at the front of the input.
+#[derive(Debug, PartialEq, Eq)]
+struct Scanned {
+    /// How many strings are whole (prefix and bytes).
+    present: usize,
+    /// The bytes of their text.
+    text_len: usize,
+    /// The bytes they take in the input.
+    consumed: usize,
+}
+
+/// How many of `count` encoded strings at the front of `raw` are whole, the bytes of their
+/// text (what decoding them reserves) and the bytes they take. Stops at the first one that is
 /// not whole or has an invalid length; decoding then reports it.
-fn scan(raw: &[u8], count: usize) -> (usize, usize) {
+fn scan(raw: &[u8], count: usize) -> Scanned {
     let (mut at, mut text_len) = (0usize, 0usize);
     for present in 0..count {
-        let Some(&[a, b, c, d]) = raw.get(at..at + 4) else {
-            return (present, text_len);
+        let scanned = Scanned {
+            present,
+            text_len,
+            consumed: at,
         };
-        at += 4;
+        let Some(&[a, b, c, d]) = raw.get(at..at + 4) else {
+            return scanned;
+        };
         match i32::from_be_bytes([a, b, c, d]) {
-            NULL_LEN => {}
-            len if len < 0 => return (present, text_len),
+            NULL_LEN => at += 4,
+            len if len < 0 => return scanned,
             len => {
                 let len = len as usize;
-                if len > raw.len() - at {
-                    return (present, text_len);
+                if len > raw.len() - at - 4 {
+                    return scanned;
                 }
-                at += len;
+                at += 4 + len;
                 text_len += len;
             }
         }
     }
-    (count, text_len)
+    Scanned {
+        present: count,
+        text_len,
+        consumed: at,
+    }
+}
+
+/// The `count` strings encoded in `raw` (all whole, as [`scan`] found), copied into one buffer
+/// and checked as UTF-8 all at once: `None` when they are not all standard UTF-8 (Java's
+/// surrogate forms are decoded string by string instead).
+fn copy_utf8(raw: &[u8], count: usize, text_len: usize) -> Option<StringList> {
+    if count == 0 {
+        return Some(StringList::new());
+    }
+    let mut bytes = Vec::with_capacity(text_len);
+    let mut ends = Vec::with_capacity(count);
+    let mut at = 0;
+    for _ in 0..count {
+        let &[a, b, c, d] = raw.get(at..at + 4)? else {
+            return None;
+        };
+        at += 4;
+        match i32::from_be_bytes([a, b, c, d]) {
+            NULL_LEN => ends.push(bytes.len() | NULL_FLAG),
+            len => {
+                let len = usize::try_from(len).ok()?;
+                bytes.extend_from_slice(raw.get(at..at + len)?);
+                at += len;
+                ends.push(bytes.len());
+            }
+        }
+    }
+    let text = String::from_utf8(bytes).ok()?;
+    // A valid whole cut at char boundaries is valid pieces: each string is valid on its own.
+    if !ends
+        .iter()
+        .all(|end| text.is_char_boundary(end & !NULL_FLAG))
+    {
+        return None;
+    }
+    Some(StringList {
+        inner: Some(Box::new(Inner { text, ends })),
+    })
 }
 
 #[cfg(test)]
@@ -523,7 +617,11 @@ mod tests {
 
     fn nullable() -> impl Strategy<Value = Option<Vec<Option<String>>>> {
         proptest::option::of(proptest::collection::vec(
-            proptest::option::of(prop_oneof![Just(String::new()), "\\PC{0,8}"]),
+            proptest::option::of(prop_oneof![
+                Just(String::new()),
+                "\\PC{0,8}",
+                "[a-z]{500,700}",
+            ]),
             0..8,
         ))
     }
@@ -628,8 +726,26 @@ mod tests {
             error.kind(),
             DecodeErrorKind::LengthExceedsInput { .. }
         ));
-        assert_eq!(scan(b"\x7f\xff\xff\xffab", 1), (0, 0));
-        assert_eq!(scan(b"\x00\x00\x00\x01a\xff\xff\xff\xfe", 2), (1, 1));
+        let scanned = |present, text_len, consumed| Scanned {
+            present,
+            text_len,
+            consumed,
+        };
+        assert_eq!(scan(b"\x7f\xff\xff\xffab", 1), scanned(0, 0, 0));
+        assert_eq!(
+            scan(b"\x00\x00\x00\x01a\xff\xff\xff\xfe", 2),
+            scanned(1, 1, 5)
+        );
+        assert_eq!(
+            scan(b"\x00\x00\x00\x01a\xff\xff\xff\xff!", 2),
+            scanned(2, 1, 9)
+        );
+        // A multi-byte character split across two strings: each string is invalid.
+        let error = decode_exact::<Option<StringList>>(Bytes::from_static(
+            b"\x00\x00\x00\x02\x00\x00\x00\x01\xc3\x00\x00\x00\x01\xbc",
+        ))
+        .unwrap_err();
+        assert_eq!(error.kind(), &DecodeErrorKind::InvalidUtf8);
         let error = decode_exact::<Option<StringList>>(Bytes::from_static(
             b"\x00\x00\x00\x02\x00\x00\x00\x01a\xff\xff\xff\xfe",
         ))
