@@ -512,3 +512,54 @@ async fn a_call_future_holds_little_more_than_its_reply_channel() {
     let stat = kept.await.expect("answered").expect("exists");
     assert_eq!(stat.version, 2);
 }
+
+#[test]
+fn reads_get_more_room_in_bursts_and_give_it_back_when_idle() {
+    // Doubling while each turn takes all the room, up to the cap.
+    let mut size = READ_BUFFER_START;
+    for _ in 0..10 {
+        size = next_read_size(size, size);
+    }
+    assert_eq!(size, READ_BUFFER_MAX);
+    // Steady while a turn takes between a quarter and all of it.
+    assert_eq!(next_read_size(size, size / 2), size);
+    // Halving after small turns (a ping's reply), down to the first size.
+    for _ in 0..10 {
+        size = next_read_size(size, 20);
+    }
+    assert_eq!(size, READ_BUFFER_START);
+}
+
+#[tokio::test]
+async fn an_idle_connection_gives_back_the_read_buffer_a_burst_grew() {
+    let (client, _server) = tokio::io::duplex(1024);
+    let (read, write) = tokio::io::split(client);
+    let mut conn = Connection {
+        reader: FramedRead::with_capacity(
+            Box::new(read) as ReadHalf,
+            FrameCodec::new(),
+            READ_BUFFER_START,
+        ),
+        writer: Box::new(write) as WriteHalf,
+        out: BytesMut::new(),
+        unflushed: false,
+        read_size: READ_BUFFER_START,
+    };
+    // A burst: every turn takes all the room it had.
+    while conn.read_size < READ_BUFFER_MAX {
+        let took = conn.read_size;
+        conn.size_reads(took);
+        assert!(conn.reader.read_buffer().capacity() >= conn.read_size / 4);
+    }
+    assert!(conn.reader.read_buffer().capacity() >= READ_BUFFER_MAX);
+    // Idle: turns of one small reply each; the buffer (empty between them) shrinks back.
+    for _ in 0..10 {
+        conn.size_reads(20);
+    }
+    assert_eq!(conn.read_size, READ_BUFFER_START);
+    assert!(
+        conn.reader.read_buffer().capacity() <= 4 * READ_BUFFER_START,
+        "{} bytes kept",
+        conn.reader.read_buffer().capacity()
+    );
+}
