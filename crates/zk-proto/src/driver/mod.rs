@@ -169,25 +169,6 @@ const WRITE_BUFFER_HIGH_WATER: usize = 64 * 1024;
 /// an idle session's memory (docs/performance.md).
 const READ_BUFFER_START: usize = 1024;
 
-/// The most room the read buffer is given for a read: while replies come in bursts (many
-/// calls in flight), each read takes up to this much instead of 1 KiB, so a burst costs
-/// fewer read calls and fewer new buffers (see [`next_read_size`]).
-const READ_BUFFER_MAX: usize = 64 * 1024;
-
-/// The room to give the next read, from `current` and the bytes of the frames the last turn
-/// of the loop handled (`took`): twice as much after a turn that took at least `current`,
-/// half as much after one that took less than a quarter of it (down to
-/// [`READ_BUFFER_START`], so that an idle session's buffer goes back to its first size).
-fn next_read_size(current: usize, took: usize) -> usize {
-    if took >= current {
-        (current * 2).min(READ_BUFFER_MAX)
-    } else if took < current / 4 {
-        (current / 2).max(READ_BUFFER_START)
-    } else {
-        current
-    }
-}
-
 /// The production dialer over plain TCP: resolves the host on every attempt (a changed DNS
 /// entry is picked up on reconnect) and opens a TCP connection with Nagle off. The attempt's
 /// budget is the session's.
@@ -233,25 +214,9 @@ struct Connection {
     out: BytesMut,
     /// Bytes were written since the last flush (a buffering transport needs one).
     unflushed: bool,
-    /// The room the next read gets ([`next_read_size`]).
-    read_size: usize,
 }
 
 impl Connection {
-    /// Sizes the read buffer after a turn whose frames took `took` bytes: it gets room for
-    /// [`next_read_size`] when less than a quarter of that is free, and an empty buffer four
-    /// times larger than needed is replaced by one of the size needed (its memory given back;
-    /// frames handed out keep what they refer to).
-    fn size_reads(&mut self, took: usize) {
-        self.read_size = next_read_size(self.read_size, took);
-        let buf = self.reader.read_buffer_mut();
-        if buf.is_empty() && buf.capacity() > 4 * self.read_size {
-            *buf = BytesMut::with_capacity(self.read_size);
-        } else if buf.capacity() - buf.len() < self.read_size / 4 {
-            buf.reserve(self.read_size);
-        }
-    }
-
     /// Takes frames from the session while the write buffer has room, and writes what the
     /// stream takes right now without waiting. `Err` if the stream failed.
     fn transmit(&mut self, session: &mut Session, stamps: &mut SendStamps) -> io::Result<()> {
@@ -463,7 +428,6 @@ impl Driver {
                                 writer: write,
                                 out: BytesMut::new(),
                                 unflushed: false,
-                                read_size: READ_BUFFER_START,
                             });
                             self.session.handle_connected(now);
                         }
@@ -480,11 +444,7 @@ impl Driver {
                     let now = Instant::now().into_std();
                     let mut next = Some(frame);
                     let mut handled = 0;
-                    let mut took = 0;
                     while let Some(frame) = next.take() {
-                        if let Some(Ok(frame)) = &frame {
-                            took += 4 + frame.len();
-                        }
                         self.handle_read(now, &mut conn, frame);
                         handled += 1;
                         if handled < MAX_FRAMES_PER_TURN
@@ -495,9 +455,6 @@ impl Driver {
                             // `select!`, which registers the waker.
                             next = c.reader.next().now_or_never();
                         }
-                    }
-                    if let Some(c) = conn.as_mut() {
-                        c.size_reads(took);
                     }
                 },
                 written = async {
