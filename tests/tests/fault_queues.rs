@@ -11,7 +11,7 @@
 //!   nothing; a default-mode consumer whose claiming delete lost its
 //!   reply loses that item (at most once, as documented);
 //! - session expiry: a lock-safe holder whose session expired cannot complete, and the item
-//!   goes to another consumer.
+//!   goes to another consumer; a consumer waiting for an item fails with `SessionExpired`.
 //!
 //! Every session that is to fail sits behind its own [`zk_testkit::fault::FaultProxy`]. No sleep
 //! stands in for an event: every wait is on a line, a take, a state or a listing, bounded.
@@ -40,8 +40,11 @@ use zk_testkit::client::{
 const LIMIT: Duration = Duration::from_secs(600);
 /// Bound of one take while items are still to come (a killed holder's session included).
 const TAKE: Option<Duration> = Some(Duration::from_secs(60));
-/// The sessions that are killed or expire here (the server's tick allows 1 s).
-const SESSION: Duration = Duration::from_secs(2);
+/// The sessions that are killed or expire here (the server's tick allows 1 to 10 s): long
+/// enough that a consumer starved of CPU by the other processes of a scenario (two JVMs, a
+/// server, a child) keeps its session on a loaded 2-core machine, short enough that a killed
+/// holder's lock goes soon.
+const SESSION: Duration = Duration::from_secs(4);
 /// The items of the kill -9 scenarios.
 const COUNT: usize = 10_000;
 /// How many items the Curator consumer processes before it holds one (then is killed).
@@ -138,14 +141,15 @@ fn our_consumer(client: &Client, kind: &str, tally: &Arc<Tally>) -> tokio::task:
 }
 
 /// Reads a Curator consumer's lines into the tally; returns the item it holds when told to
-/// hang, or `None` once the tally is done.
+/// hang, or `None` once the tally is done (bounded by the tally's wait: the consumer prints
+/// nothing while the others take the last items).
 async fn follow(curator: &mut CuratorConsumer, tally: &Tally) -> Option<String> {
     let mut done = tally.done.subscribe();
     loop {
         tokio::select! {
             biased;
             () = finished(&mut done, tally.count) => return None,
-            line = curator.next() => match line {
+            line = curator.next_unbounded() => match line {
                 Consumed::Item(item) => tally.add("curator", item),
                 Consumed::Holding(item) => return Some(item),
             },
@@ -197,7 +201,13 @@ async fn curator_consumer_killed_mid_item(kind: &'static str) {
     )
     .await;
     // Curator's consumer alone until it holds an item (ours, faster, would leave it none).
-    let Some(held) = follow(&mut curator, &tally).await else {
+    let Some(held) = within(
+        "the Curator consumer's held item",
+        LIMIT,
+        follow(&mut curator, &tally),
+    )
+    .await
+    else {
         panic!("the Curator consumer did not hold an item");
     };
     // While its holder lives, our consumer takes every other item and leaves the held one.
@@ -322,7 +332,8 @@ async fn consumer_of_ours_killed_mid_item(kind: &'static str) {
     .await;
     let curator_tally = tally.clone();
     let curator_task = tokio::spawn(async move {
-        assert_eq!(follow(&mut curator, &curator_tally).await, None);
+        let followed = follow(&mut curator, &curator_tally);
+        assert_eq!(within("the tally", LIMIT, followed).await, None);
         curator.quit().await;
     });
     let held = within("the child's held item", LIMIT, async {
@@ -516,4 +527,21 @@ async fn a_consumer_cut_off_while_waiting_takes_the_item_put_meanwhile() {
     assert_eq!(text(&message), "c-0");
     message.complete().await.expect("complete");
     assert!(children(&producer, "/fq/q").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_consumer_fails_when_its_session_expires() {
+    let server = server().await;
+    let client = session(&server).await;
+    mkdirs(&client, "/fq/q").await;
+    let mut consumer = consumer_of(&client, PRIORITY, "/fq/q", Some("/fq/locks"));
+    // Listed, its watch added: nothing to take.
+    assert!(consumer.try_next().await.expect("try").is_none());
+    let waiting = tokio::spawn(async move { consumer.next(TAKE).await });
+    expire_session(&client, &server.connect_string()).await;
+    let result = join("the waiting consumer", LIMIT, waiting).await;
+    assert!(
+        matches!(result, Err(RecipeError::Zk(Error::SessionExpired))),
+        "{result:?}"
+    );
 }

@@ -544,3 +544,66 @@ async fn a_dropped_message_comes_back_and_a_dropped_consumer_removes_its_watch()
         Err(zk_proto::Error::NoWatcher)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_fell_behind_its_watch_lists_again_and_loses_nothing() {
+    /// Items put while the consumer does not read its watch: far more events than it buffers.
+    const ITEMS: usize = 200;
+    let server = start_server().await;
+    let producer = connect(&server.connect_string()).await;
+    let path = "/overflow/q";
+    put_one(&producer, PRIORITY, path, 0).await;
+    let proxied = connect_proxied(server.addr(), builder().watch_capacity(8)).await;
+    let mut consumer = consumer_of(&proxied.client, PRIORITY, path, None);
+    assert_eq!(take_one(&mut consumer).await, "r-0");
+    for i in 1..=ITEMS {
+        put_one(&producer, PRIORITY, path, i).await;
+    }
+    // The puts' events reached the consumer's client (and overflowed its watch's buffer)
+    // before the reply to a read it sends after them.
+    proxied.client.exists("/").await.expect("exists");
+    let mut taken = vec![0];
+    while taken.len() <= ITEMS {
+        taken.push(index(&take_one(&mut consumer).await, "r"));
+    }
+    exactly_once(&taken, ITEMS + 1);
+    let keys: Vec<(i32, usize)> = taken[1..]
+        .iter()
+        .map(|&i| (curator::priority(i), i))
+        .collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "priority order, then FIFO"
+    );
+    // The overflow ended the watch: added again, with one more listing.
+    assert_eq!(proxied.proxy.forwarded(OpCode::GET_CHILDREN), 2);
+    assert_eq!(proxied.proxy.forwarded(OpCode::ADD_WATCH), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_item_released_meanwhile_is_taken_by_the_next_try_next() {
+    let server = start_server().await;
+    let holder = connect(&server.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    let queue = DistributedIdQueue::with_lock_path(&holder, "/held/q", "/held/locks");
+    queue.put("x-0", "a").await.expect("put");
+    let message = queue.take(TAKE).await.expect("take");
+    let mut consumer = consumer_of(&other, ID, "/held/q", Some("/held/locks"));
+    assert!(
+        consumer.try_next().await.expect("try").is_none(),
+        "held by the holder"
+    );
+    // Released without completion: the lock's delete is queued on the holder's session, so
+    // it is applied before the holder's next request is answered. The queue's children do not
+    // change (no event), and the next try takes the item.
+    let lock = format!("/held/locks/{}", message.name());
+    drop(message);
+    assert_eq!(holder.exists(&lock).await.expect("exists"), None);
+    let message = consumer
+        .try_next()
+        .await
+        .expect("try")
+        .expect("the released item");
+    assert_eq!(text(&message), "x-0");
+    message.complete().await.expect("complete");
+}

@@ -74,7 +74,8 @@ pub struct Consumer {
     /// kept up to date by the watch's events.
     pending: BTreeSet<Entry>,
     /// The items found held by another consumer: tried again when this consumer has nothing
-    /// else to take and something changed (an event, the first one's lock gone).
+    /// else to take and something changed (an event, the first one's lock gone), or by the
+    /// next `try_next`.
     held: BTreeSet<Entry>,
     /// The persistent recursive watch on the queue node; `None` before the first listing and
     /// once it ended (an overflow, the session's end).
@@ -179,6 +180,7 @@ impl Consumer {
     }
 
     /// The next message if one can be taken now, without waiting; as [`next`](Self::next).
+    /// Items found held by another consumer are tried again by the next call.
     ///
     /// # Errors
     ///
@@ -378,6 +380,9 @@ impl Consumer {
                 continue;
             }
             if !wait {
+                // Nothing to wait for them: the next call tries the held items again.
+                let mut held = std::mem::take(&mut self.held);
+                self.pending.append(&mut held);
                 return Ok(None);
             }
             self.wait(deadline, due_in).await?;

@@ -183,9 +183,25 @@ impl CuratorConsumer {
             .expect("read the Curator consumer")
     }
 
-    /// The consumer's next line; panics if it exited.
+    /// The consumer's next line, within [`LINE_LIMIT`]; panics if it exited.
     pub async fn next(&mut self) -> Consumed {
         let line = self.line().await.expect("the Curator consumer exited");
+        Self::parse(&line)
+    }
+
+    /// The consumer's next line, however long it takes (for a caller that bounds the whole
+    /// scenario: a consumer with nothing left to take prints nothing); panics if it exited.
+    pub async fn next_unbounded(&mut self) -> Consumed {
+        let line = self
+            .lines
+            .next_line()
+            .await
+            .expect("read the Curator consumer")
+            .expect("the Curator consumer exited");
+        Self::parse(&line)
+    }
+
+    fn parse(line: &str) -> Consumed {
         if let Some(item) = line.strip_prefix("item ") {
             Consumed::Item(item.to_owned())
         } else if let Some(item) = line.strip_prefix("holding ") {
