@@ -502,7 +502,13 @@ impl Session {
             self.tried.insert(host);
         }
         // Permanent failures in a row, by host: once every host failed so, retrying cannot
-        // help (the hosts are visited round-robin, so that is one cycle).
+        // help (the hosts are visited round-robin, so that is one cycle). An attempt that timed
+        // out says nothing of a host's verdict (a loaded server or machine may just be slow):
+        // the refusals before it stand, and stay the failure to name.
+        let timed_out = matches!(
+            failure,
+            Some(ConnectFailure::ConnectTimedOut(_) | ConnectFailure::HandshakeTimedOut(_))
+        );
         match (
             failure.as_ref().is_some_and(ConnectFailure::is_permanent),
             self.current_host,
@@ -510,9 +516,10 @@ impl Session {
             (true, Some(host)) => {
                 self.permanent_failures.insert(host);
             }
+            _ if timed_out => {}
             _ => self.permanent_failures.clear(),
         }
-        if failure.is_some() {
+        if failure.is_some() && !(timed_out && self.every_host_refused_for_good()) {
             self.last_failure = failure;
         }
         if self.established {

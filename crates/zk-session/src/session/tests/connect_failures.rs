@@ -239,6 +239,53 @@ fn an_attempt_cut_short_by_the_expiry_does_not_hide_that_every_host_refused_for_
 }
 
 #[test]
+fn attempts_that_time_out_after_a_refusal_for_good_do_not_hide_it() {
+    // Under load, a server that refuses the client for good may also be too slow to answer
+    // within an attempt's budget: a timed-out attempt says nothing of its verdict, so the
+    // session still ends naming the refusal, not expired as if the server could be fixed.
+    let mut h = Harness::new(SessionConfig {
+        hosts: hosts(1),
+        rng_seed: Some(7),
+        ..config()
+    });
+    dial_when_allowed(&mut h);
+    h.establish(9, 30_000);
+    h.events();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let lost = h.now;
+    let (mut refused, mut unanswered) = (0u32, 0u32);
+    while h.session.state() == SessionState::Disconnected {
+        if h.session.poll_connect(h.now).is_some() {
+            // Refused for the first 10 s; after that every attempt is left to time out.
+            if h.now - lost < Duration::from_secs(10) {
+                h.session.handle_connect_failed(h.now, untrusted());
+                refused += 1;
+            } else {
+                unanswered += 1;
+            }
+        }
+        let Some(at) = h.session.poll_timeout() else {
+            break;
+        };
+        h.advance(at.saturating_duration_since(h.now));
+    }
+    // Every unanswered attempt but the last (which the end may have cut short) timed out.
+    let timed_out = unanswered.saturating_sub(1);
+    assert!(
+        refused > 0 && timed_out > 0,
+        "{refused} refused, {timed_out} timed out"
+    );
+    assert_eq!(h.session.state(), SessionState::Closed);
+    let events = h.events();
+    match gave_up(&events) {
+        Some(Error::NoServerReachable { last_error, .. }) => {
+            assert_eq!(*last_error, untrusted());
+        }
+        other => panic!("expected NoServerReachable naming the TLS failure: {other:?}"),
+    }
+}
+
+#[test]
 fn a_session_whose_reconnections_failed_transiently_on_some_host_just_expires() {
     let mut h = Harness::new(SessionConfig {
         hosts: hosts(2),
