@@ -527,6 +527,9 @@ async fn a_consumer_cut_off_while_waiting_takes_the_item_put_meanwhile() {
     assert_eq!(text(&message), "c-0");
     message.complete().await.expect("complete");
     assert!(children(&producer, "/fq/q").await.is_empty());
+    // The persistent watch does not replay what changed while cut off: the consumer listed
+    // the queue again once reconnected (its second listing).
+    assert_eq!(proxied.proxy.forwarded(OpCode::GET_CHILDREN), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
