@@ -61,6 +61,16 @@ fn exactly_once(taken: &[usize], count: usize) {
     assert_eq!(taken.len(), count);
 }
 
+/// Asserts that the items `indexes`, put with Curator's producer's priorities
+/// ([`curator::priority`]) in the order of their indexes, came out by priority, then FIFO.
+fn in_priority_order(indexes: &[usize]) {
+    let keys: Vec<(i32, usize)> = indexes.iter().map(|&i| (curator::priority(i), i)).collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "priority order, then FIFO"
+    );
+}
+
 /// Our consumers, one per client, take from the queue until `count` messages were
 /// taken in all; returns each consumer's messages in the order it took them.
 async fn drain(
@@ -266,11 +276,7 @@ async fn a_curator_priority_queue_producer_and_our_consumer_pass_10000_items_in_
     while let Some(message) = consumer.try_next().await.expect("take") {
         taken.push(index(&text(&message), "c"));
     }
-    let keys: Vec<(i32, usize)> = taken.iter().map(|&i| (curator::priority(i), i)).collect();
-    assert!(
-        keys.windows(2).all(|w| w[0] < w[1]),
-        "priority order, then FIFO"
-    );
+    in_priority_order(&taken);
     exactly_once(&taken, COUNT);
 }
 
@@ -307,14 +313,7 @@ async fn our_priority_queue_producer_and_a_curator_consumer_pass_10000_items_in_
         &[COUNT - 3, COUNT - 2, COUNT - 1],
         "priority -1000 first"
     );
-    let keys: Vec<(i32, usize)> = indexes[3..]
-        .iter()
-        .map(|&i| (curator::priority(i), i))
-        .collect();
-    assert!(
-        keys.windows(2).all(|w| w[0] < w[1]),
-        "priority order, then FIFO"
-    );
+    in_priority_order(&indexes[3..]);
     exactly_once(&indexes, COUNT);
     curator.quit().await;
 }
@@ -567,14 +566,7 @@ async fn a_consumer_that_fell_behind_its_watch_lists_again_and_loses_nothing() {
         taken.push(index(&take_one(&mut consumer).await, "r"));
     }
     exactly_once(&taken, ITEMS + 1);
-    let keys: Vec<(i32, usize)> = taken[1..]
-        .iter()
-        .map(|&i| (curator::priority(i), i))
-        .collect();
-    assert!(
-        keys.windows(2).all(|w| w[0] < w[1]),
-        "priority order, then FIFO"
-    );
+    in_priority_order(&taken[1..]);
     // The overflow ended the watch: added again, with one more listing.
     assert_eq!(proxied.proxy.forwarded(OpCode::GET_CHILDREN), 2);
     assert_eq!(proxied.proxy.forwarded(OpCode::ADD_WATCH), 2);
