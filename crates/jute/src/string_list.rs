@@ -12,9 +12,6 @@ use crate::reader::{Decode, Encode, Reader};
 /// `isize::MAX` bytes, so no offset has this bit set.
 const NULL_FLAG: usize = 1 << (usize::BITS - 1);
 
-/// The stack buffer encoding gathers short strings in.
-const ENCODE_CHUNK: usize = 512;
-
 /// A list of strings held in one buffer: the type of every `vector<ustring>` field (children
 /// names, ephemeral paths, the paths of SetWatches).
 ///
@@ -164,14 +161,7 @@ impl StringList {
 
     /// The entry at `index`, `None` past the end; a null entry reads as `""`.
     pub fn get(&self, index: usize) -> Option<&str> {
-        let ends = self.ends();
-        let end = *ends.get(index)? & !NULL_FLAG;
-        let start = match index.checked_sub(1) {
-            Some(before) => ends.get(before).map_or(0, |e| e & !NULL_FLAG),
-            None => 0,
-        };
-        // Offsets are char boundaries by construction; `get` keeps this free of panics.
-        Some(self.text().get(start..end).unwrap_or_default())
+        entry_at(self.text(), self.ends(), index).map(|(_, entry)| entry)
     }
 
     /// Whether the entry at `index` is null (`false` past the end).
@@ -208,7 +198,8 @@ impl StringList {
     /// The entries in order, borrowed; a null entry reads as `""`.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
-            list: self,
+            text: self.text(),
+            ends: self.ends(),
             front: 0,
             back: self.len(),
         }
@@ -216,7 +207,11 @@ impl StringList {
 
     /// The entries in order, `None` for a null one.
     pub fn iter_nullable(&self) -> impl DoubleEndedIterator<Item = Option<&str>> + '_ {
-        (0..self.len()).map(|i| (!self.is_null(i)).then(|| self.get(i).unwrap_or_default()))
+        let (text, ends) = (self.text(), self.ends());
+        (0..self.len()).map(move |i| match entry_at(text, ends, i) {
+            Some((false, entry)) => Some(entry),
+            _ => None,
+        })
     }
 
     /// Whether some entry equals `entry` (a null entry reads as `""`).
@@ -294,9 +289,22 @@ impl std::ops::Index<usize> for StringList {
 /// The borrowed entries of a [`StringList`], from [`StringList::iter`].
 #[derive(Debug, Clone)]
 pub struct Iter<'a> {
-    list: &'a StringList,
+    text: &'a str,
+    ends: &'a [usize],
     front: usize,
     back: usize,
+}
+
+/// Whether the entry at `index` is null, and its text; `None` past the end.
+fn entry_at<'a>(text: &'a str, ends: &[usize], index: usize) -> Option<(bool, &'a str)> {
+    let end = *ends.get(index)?;
+    let start = match index.checked_sub(1) {
+        Some(before) => ends.get(before).map_or(0, |e| e & !NULL_FLAG),
+        None => 0,
+    };
+    // Offsets are char boundaries by construction; `get` keeps this free of panics.
+    let entry = text.get(start..end & !NULL_FLAG).unwrap_or_default();
+    Some((end & NULL_FLAG != 0, entry))
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -305,9 +313,9 @@ impl<'a> Iterator for Iter<'a> {
         if self.front == self.back {
             return None;
         }
-        let entry = self.list.get(self.front);
+        let entry = entry_at(self.text, self.ends, self.front);
         self.front += 1;
-        entry
+        entry.map(|(_, entry)| entry)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.back - self.front;
@@ -321,7 +329,7 @@ impl DoubleEndedIterator for Iter<'_> {
             return None;
         }
         self.back -= 1;
-        self.list.get(self.back)
+        entry_at(self.text, self.ends, self.back).map(|(_, entry)| entry)
     }
 }
 
@@ -432,39 +440,20 @@ impl Encode for StringList {
     fn encoded_len(&self) -> usize {
         4 + 4 * self.len() + self.text().len()
     }
-    /// Short strings are gathered in a buffer on the stack and written to `buf` a chunk at a
-    /// time: two `BufMut` calls per string cost more than the bytes themselves.
     fn encode<B: BufMut>(&self, buf: &mut B) {
         encode_len(Some(self.len()), buf);
-        let mut chunk = [0u8; ENCODE_CHUNK];
-        let mut used = 0;
-        for entry in self.iter_nullable() {
-            let (prefix, text) = match entry {
-                Some(text) => (
-                    i32::try_from(text.len()).unwrap_or(i32::MAX),
-                    text.as_bytes(),
-                ),
-                None => (NULL_LEN, &[][..]),
-            };
-            let needed = 4 + text.len();
-            if used + needed > chunk.len() {
-                buf.put_slice(&chunk[..used]);
-                used = 0;
+        let text = self.text().as_bytes();
+        let mut start = 0;
+        for &end in self.ends() {
+            if end & NULL_FLAG != 0 {
+                buf.put_i32(NULL_LEN);
+                continue;
             }
-            match chunk.get_mut(used..used + needed) {
-                Some(room) => {
-                    let (head, tail) = room.split_at_mut(4);
-                    head.copy_from_slice(&prefix.to_be_bytes());
-                    tail.copy_from_slice(text);
-                    used += needed;
-                }
-                None => {
-                    buf.put_i32(prefix);
-                    buf.put_slice(text);
-                }
-            }
+            let entry = text.get(start..end).unwrap_or_default();
+            encode_len(Some(entry.len()), buf);
+            buf.put_slice(entry);
+            start = end;
         }
-        buf.put_slice(&chunk[..used]);
     }
 }
 
