@@ -88,6 +88,20 @@ impl LineProgram {
         }
     }
 
+    /// The next line of output, however long it takes (for a caller that bounds the whole
+    /// scenario, where a program may rightly print nothing for a while).
+    ///
+    /// # Panics
+    ///
+    /// When the program exits first or its output cannot be read.
+    pub async fn reply_unbounded(&mut self, what: &str) -> String {
+        match self.lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => panic!("{what}: {} exited", self.name),
+            Err(e) => panic!("{what}: reading {}: {e}", self.name),
+        }
+    }
+
     /// Sends `command` and returns its reply.
     ///
     /// # Panics

@@ -6,16 +6,14 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
 use zk_proto::Client;
 use zk_recipes::curator_queue::{
     Consumer, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
     DistributedQueue, Message,
 };
+use zk_testkit::line_program::LineProgram;
 
 /// Bound of a Curator producer's run (10,000 puts, its JVM start included).
 pub const PRODUCE_LIMIT: Duration = Duration::from_secs(300);
@@ -71,7 +69,7 @@ pub fn text(message: &Message) -> String {
     String::from_utf8(items[0].to_vec()).expect("utf-8")
 }
 
-fn command(connect_string: &str) -> tokio::process::Command {
+fn command(connect_string: &str) -> std::process::Command {
     let Some(classpath) = zk_testkit::java::curator_classpath() else {
         panic!("Apache Curator is not installed: run scripts/install-curator.sh");
     };
@@ -82,13 +80,8 @@ fn command(connect_string: &str) -> tokio::process::Command {
     } else {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/curator/CuratorQueue.java")
     };
-    let command = zk_testkit::java::source_program(&classpath, &source).expect("java");
-    let mut command = tokio::process::Command::from(command);
-    command
-        .arg(connect_string)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true);
+    let mut command = zk_testkit::java::source_program(&classpath, &source).expect("java");
+    command.arg(connect_string);
     command
 }
 
@@ -97,29 +90,19 @@ fn command(connect_string: &str) -> tokio::process::Command {
 pub async fn produce(connect_string: &str, kind: &str, path: &str, count: usize, tag: &str) {
     let mut command = command(connect_string);
     command.args(["produce", kind, path, &count.to_string(), tag]);
-    let mut child = command.spawn().expect("start java CuratorQueue produce");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let line = tokio::time::timeout(PRODUCE_LIMIT, lines.next_line())
-        .await
-        .expect("the Curator producer's end within its bound")
-        .expect("read the Curator producer");
-    assert_eq!(line.as_deref(), Some(format!("produced {count}").as_str()));
-    let status = child.wait().await.expect("wait for the producer");
-    assert!(status.success(), "Curator producer: {status}");
+    let mut producer = LineProgram::spawn(command, "the Curator producer", PRODUCE_LIMIT);
+    let line = producer.reply("its end").await;
+    assert_eq!(line, format!("produced {count}"));
+    producer.wait_success().await;
 }
 
 /// Runs Curator's `DistributedIdQueue.remove(id)` on the queue at `path`; returns its count.
 pub async fn remove(connect_string: &str, path: &str, id: &str) -> usize {
     let mut command = command(connect_string);
     command.args(["remove", path, id]);
-    let mut child = command.spawn().expect("start java CuratorQueue remove");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let line = tokio::time::timeout(LINE_LIMIT, lines.next_line())
-        .await
-        .expect("the Curator remove within its bound")
-        .expect("read the Curator process")
-        .expect("a line");
-    let _ = child.wait().await;
+    let mut remover = LineProgram::spawn(command, "the Curator remove", LINE_LIMIT);
+    let line = remover.reply("its count").await;
+    remover.wait_success().await;
     line.strip_prefix("removed ")
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected reply: {line}"))
@@ -127,9 +110,7 @@ pub async fn remove(connect_string: &str, path: &str, id: &str) -> usize {
 
 /// A running Curator consumer. Killed (kill -9) when dropped.
 pub struct CuratorConsumer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    program: LineProgram,
 }
 
 /// A line of a Curator consumer.
@@ -163,42 +144,20 @@ impl CuratorConsumer {
             &hang,
             &session.as_millis().to_string(),
         ]);
-        let mut child = command.spawn().expect("start java CuratorQueue consume");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut consumer = Self {
-            child,
-            stdin,
-            lines,
-        };
-        let line = consumer.line().await;
-        assert_eq!(line.as_deref(), Some("ready"));
-        consumer
-    }
-
-    async fn line(&mut self) -> Option<String> {
-        tokio::time::timeout(LINE_LIMIT, self.lines.next_line())
-            .await
-            .expect("a line from the Curator consumer within its bound")
-            .expect("read the Curator consumer")
+        let mut program = LineProgram::spawn(command, "the Curator consumer", LINE_LIMIT);
+        assert_eq!(program.reply("start").await, "ready");
+        Self { program }
     }
 
     /// The consumer's next line, within [`LINE_LIMIT`]; panics if it exited.
     pub async fn next(&mut self) -> Consumed {
-        let line = self.line().await.expect("the Curator consumer exited");
-        Self::parse(&line)
+        Self::parse(&self.program.reply("the next item").await)
     }
 
     /// The consumer's next line, however long it takes (for a caller that bounds the whole
     /// scenario: a consumer with nothing left to take prints nothing); panics if it exited.
     pub async fn next_unbounded(&mut self) -> Consumed {
-        let line = self
-            .lines
-            .next_line()
-            .await
-            .expect("read the Curator consumer")
-            .expect("the Curator consumer exited");
-        Self::parse(&line)
+        Self::parse(&self.program.reply_unbounded("the next item").await)
     }
 
     fn parse(line: &str) -> Consumed {
@@ -212,19 +171,13 @@ impl CuratorConsumer {
     }
 
     /// kill -9, and waits for the process to end.
-    pub async fn kill9(mut self) {
-        self.child.start_kill().expect("kill -9");
-        let _ = self.child.wait().await;
+    pub async fn kill9(self) {
+        self.program.kill9().await;
     }
 
     /// Tells it to close its queue and session, and waits for its end.
     pub async fn quit(mut self) {
-        let _ = self.stdin.write_all(b"quit\n").await;
-        let _ = self.stdin.flush().await;
-        let status = tokio::time::timeout(LINE_LIMIT, self.child.wait()).await;
-        assert!(
-            matches!(status, Ok(Ok(s)) if s.success()),
-            "Curator consumer exit: {status:?}"
-        );
+        self.program.send("quit").await;
+        self.program.wait_success().await;
     }
 }
