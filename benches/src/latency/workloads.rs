@@ -175,11 +175,45 @@ impl Section {
         server: bool,
         metrics: &mut [Metric],
     ) -> Duration {
+        self.stop(ctx).apply(ctx, ops, server, metrics)
+    }
+
+    /// Ends the section: its wall and CPU time are read now, before the samples are sorted
+    /// into metrics (the benchmark's statistics are not the client's work), and its
+    /// counters right after.
+    pub(super) fn stop(self, ctx: &Context) -> Stopped {
         let wall = self.wall.elapsed();
         let cpu = cpu_now().saturating_sub(self.cpu);
         let after = read_counters(&ctx.addrs);
-        let (packets, txns) = self.counters.per_op(&after, ctx.counter_overhead, ops);
-        let cpu_per_op = cpu.as_secs_f64() * 1e6 / ops.max(1) as f64;
+        Stopped {
+            before: self.counters,
+            after,
+            cpu,
+            wall,
+        }
+    }
+}
+
+/// A measured section that has ended ([`Section::stop`]).
+pub(super) struct Stopped {
+    before: Counters,
+    after: Counters,
+    cpu: Duration,
+    wall: Duration,
+}
+
+impl Stopped {
+    /// Sets the per-op figures of `metrics` over `ops` operations (the server ones only if
+    /// `server`); returns the section's wall time.
+    pub(super) fn apply(
+        &self,
+        ctx: &Context,
+        ops: usize,
+        server: bool,
+        metrics: &mut [Metric],
+    ) -> Duration {
+        let (packets, txns) = self.before.per_op(&self.after, ctx.counter_overhead, ops);
+        let cpu_per_op = self.cpu.as_secs_f64() * 1e6 / ops.max(1) as f64;
         for m in metrics {
             m.client_cpu_us_per_op = Some(cpu_per_op);
             if server {
@@ -187,7 +221,7 @@ impl Section {
                 m.server_txns_per_op = txns;
             }
         }
-        wall
+        self.wall
     }
 }
 
@@ -318,15 +352,16 @@ async fn raw_create_delete(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
         }
         progress.tick(i + 1);
     }
+    let stopped = section.map(|section| section.stop(ctx));
     progress.finish();
     let mut metrics = vec![
         Metric::from_samples("raw_create", &creates),
         Metric::from_samples("raw_delete", &deletes),
         Metric::from_samples("raw_pair", &pairs),
     ];
-    if let Some(section) = section {
+    if let Some(stopped) = stopped {
         // CPU, packets and commits are per pair (create + delete): on `raw_pair` only.
-        section.finish(ctx, c.raw_pairs, true, &mut metrics[2..]);
+        stopped.apply(ctx, c.raw_pairs, true, &mut metrics[2..]);
     }
     if let Some(breakdown) = breakdown {
         // Per request: a pair is two.
@@ -356,8 +391,9 @@ async fn raw_get(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
         samples.push(t0.elapsed());
         progress.tick(i + 1);
     }
+    let stopped = section.stop(ctx);
     let mut metrics = vec![Metric::from_samples("raw_get", &samples)];
-    let wall = section.finish(ctx, n, true, &mut metrics);
+    let wall = stopped.apply(ctx, n, true, &mut metrics);
     metrics[0].ops_per_s = Some(n as f64 / wall.as_secs_f64());
     let round_trips = metrics[0].samples_us.clone();
     breakdown.finish(ctx, &client, &round_trips, &mut metrics[0]);
@@ -379,8 +415,9 @@ async fn pipelined_get(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     let progress = Progress::new(ctx, "pipelined_get", n);
     let section = Section::start(ctx);
     let samples = pipeline(&client, &path, n, window, Some(&progress)).await?;
+    let stopped = section.stop(ctx);
     let mut metrics = vec![Metric::from_samples("pipelined_get", &samples)];
-    let wall = section.finish(ctx, n, true, &mut metrics);
+    let wall = stopped.apply(ctx, n, true, &mut metrics);
     metrics[0].ops_per_s = Some(n as f64 / wall.as_secs_f64());
     // A float, as it always was in the JSON (`32.000`).
     metrics[0]
@@ -449,15 +486,16 @@ async fn lock_uncontended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
         }
         progress.tick(i + 1);
     }
+    let stopped = section.map(|section| section.stop(ctx));
     progress.finish();
     let mut metrics = vec![
         Metric::from_samples("lock_acquire", &acquires),
         Metric::from_samples("lock_release", &releases),
         Metric::from_samples("lock_cycle", &cycles),
     ];
-    if let Some(section) = section {
+    if let Some(stopped) = stopped {
         // CPU, packets and commits are per cycle: on `lock_cycle` only.
-        section.finish(ctx, c.lock_cycles, true, &mut metrics[2..]);
+        stopped.apply(ctx, c.lock_cycles, true, &mut metrics[2..]);
     }
     let _ = client.close().await;
     Ok(metrics)
@@ -535,8 +573,9 @@ async fn lock_contended(ctx: &Context) -> Result<Vec<Metric>, BoxError> {
     progress.finish();
     let handoffs = std::mem::take(&mut *lock_or_recover(&shared.handoffs));
     let releases = std::mem::take(&mut *lock_or_recover(&shared.releases));
+    let stopped = section.stop(ctx);
     let mut metrics = vec![Metric::from_samples("lock_contended", &handoffs)];
-    let wall = section.finish(ctx, total, true, &mut metrics);
+    let wall = stopped.apply(ctx, total, true, &mut metrics);
     metrics.push(Metric::from_samples("lock_contended_release", &releases));
     let m = &mut metrics[0];
     m.ops_per_s = Some(total as f64 / wall.as_secs_f64());
