@@ -235,11 +235,7 @@ fn run_once(
     workloads: &[WorkloadKind],
 ) -> Result<Option<Vec<RunResult>>, String> {
     let bed = match scenario
-        .configure(
-            PartitionBed::builder(scenario.servers())
-                .tick_time(TICK)
-                .startup_timeout(world::REJOIN_LIMIT),
-        )
+        .configure(PartitionBed::builder(scenario.servers()).tick_time(TICK))
         .start()
     {
         Ok(Some(bed)) => bed,

@@ -18,15 +18,6 @@ pub const SESSION: Duration = Duration::from_secs(4);
 pub const TICK: Duration = Duration::from_secs(1);
 /// Bounds every wait for something a run must bring (a connection, a quorum).
 pub const LIMIT: Duration = Duration::from_secs(40);
-/// Bounds a server's (re)start and the wait for the quorum after a heal, by the timers that
-/// decide when a server cut from the others rejoins: the election messages it wrote during
-/// the cut sit in TCP connections whose retransmissions back off up to TCP's largest
-/// retransmission timeout (`net.ipv4.tcp_rto_max_ms`, 120 s by default), and its election
-/// sends again only every `zookeeper.fastleader.maxNotificationInterval` (60 s by default)
-/// once it has waited that long; 20 s more for the election itself on a loaded machine. In
-/// `rolling-restart` on a loaded machine, the cut follower took 34 s to rejoin after a 23 s
-/// cut, and more than the 60 s this bound was before after a 34 s cut.
-pub const REJOIN_LIMIT: Duration = Duration::from_secs(120 + 60 + 20);
 
 /// A group of clients in one network namespace, dialing a chosen set of servers.
 pub struct Side {

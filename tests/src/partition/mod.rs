@@ -39,7 +39,7 @@
 //! fraction of a second when the cut was short, but about 10 s after a 45 s cut: its election
 //! messages wait in TCP connections opened before the cut, whose retransmissions back off
 //! exponentially (up to 2 minutes apart). Wait for the rejoin with
-//! [`PartitionBed::wait_for_quorum`] or a bound that grows with the cut's length.
+//! [`PartitionBed::wait_for_quorum`], whose bound ([`REJOIN_BOUND`]) covers the worst case.
 //!
 //! # Threads and namespaces
 //!
@@ -127,6 +127,18 @@ impl<'a> From<&'a ClientNamespace> for Node<'a> {
     }
 }
 
+/// The default bound of a bed's waits for its servers: a start, a restart, the quorum
+/// ([`PartitionBed::wait_for_quorum`], [`PartitionBed::make_leader`]). It follows from the
+/// timers that decide when a server that was cut off (or whose peers restarted meanwhile) takes
+/// part in an election again: the election messages it wrote during a cut sit in TCP
+/// connections whose retransmissions back off up to TCP's largest retransmission timeout
+/// (`net.ipv4.tcp_rto_max_ms`, 120 s by default), and a server left looking for a leader sends
+/// again only every `zookeeper.fastleader.maxNotificationInterval` (60 s by default) once it
+/// has waited that long; 20 s more for the election itself on a loaded machine. Measured under
+/// load: a follower cut for 34 s while the other two restarted was still not serving 60 s
+/// after the heal, and moving the leadership after such rounds once took more than 60 s.
+pub const REJOIN_BOUND: Duration = Duration::from_secs(120 + 60 + 20);
+
 /// Builder for [`PartitionBed`]; from [`PartitionBed::builder`].
 #[derive(Debug, Clone)]
 pub struct PartitionBedBuilder {
@@ -161,7 +173,8 @@ impl PartitionBedBuilder {
         self
     }
 
-    /// How long a start (or a server's restart) may take. Default 60 s.
+    /// How long a start (or a server's restart, or a wait for the quorum) may take. Default
+    /// [`REJOIN_BOUND`].
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.opts.startup_timeout = timeout;
         self
@@ -238,7 +251,8 @@ pub const NAMESPACE_PREFIX: &str = NS_PREFIX;
 
 impl PartitionBed {
     /// Starts a bed of `servers` ZooKeeper servers with the defaults and waits until exactly one
-    /// says `Mode: leader` and every other `Mode: follower` (at most the startup timeout, 60 s).
+    /// says `Mode: leader` and every other `Mode: follower` (at most the startup timeout,
+    /// [`REJOIN_BOUND`] by default).
     ///
     /// Returns `Ok(None)` when the machine does not allow a bed, after printing one line
     /// (`partition bed unavailable: <reason>; skipping`) to stderr; the test then returns.
@@ -264,7 +278,7 @@ impl PartitionBed {
         );
         PartitionBedBuilder {
             servers,
-            opts: Options::new(Duration::from_millis(2000), Duration::from_secs(60)),
+            opts: Options::new(Duration::from_millis(2000), REJOIN_BOUND),
         }
     }
 
