@@ -30,6 +30,18 @@ fn fail_next_attempt(h: &mut Harness, failure: ConnectFailure) -> usize {
     host
 }
 
+/// A session of `config`, established (a 30 s session) and then disconnected: the harness,
+/// and when the connection was lost.
+fn lost_after_establishing(config: SessionConfig) -> (Harness, Instant) {
+    let mut h = Harness::new(config);
+    dial_when_allowed(&mut h);
+    h.establish(9, 30_000);
+    h.events();
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let lost = h.now;
+    (h, lost)
+}
+
 fn gave_up(events: &[SessionEvent]) -> Option<&Error> {
     events.iter().find_map(|e| match e {
         SessionEvent::GaveUp(error) => Some(error),
@@ -128,17 +140,12 @@ fn a_tls_alert_during_the_session_handshake_is_the_attempts_permanent_failure() 
 
 #[test]
 fn once_a_session_exists_permanent_failures_are_retried_until_it_expires_and_then_named() {
-    let mut h = Harness::new(SessionConfig {
+    let (mut h, lost) = lost_after_establishing(SessionConfig {
         hosts: hosts(2),
         shuffle_hosts: false,
         rng_seed: Some(5),
         ..config()
     });
-    dial_when_allowed(&mut h);
-    h.establish(9, 30_000);
-    h.events();
-    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
-    let lost = h.now;
     // The servers came back with a certificate the client does not trust (a rotation gone
     // wrong, fixed by the operator while the session is still alive): keep trying, with the
     // backoff, as for any failure.
@@ -193,17 +200,12 @@ fn once_a_session_exists_permanent_failures_are_retried_until_it_expires_and_the
 fn an_attempt_cut_short_by_the_expiry_does_not_hide_that_every_host_refused_for_good() {
     // Under load, the last attempt may begin just before the local expiry: it is counted,
     // but the session still ends naming the refusal, not a connect that timed out after 2 ms.
-    let mut h = Harness::new(SessionConfig {
+    let (mut h, lost) = lost_after_establishing(SessionConfig {
         hosts: hosts(2),
         shuffle_hosts: false,
         rng_seed: Some(5),
         ..config()
     });
-    dial_when_allowed(&mut h);
-    h.establish(9, 30_000);
-    h.events();
-    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
-    let lost = h.now;
     let mut attempts = 0u32;
     let mut in_flight = false;
     while h.session.state() == SessionState::Disconnected {
@@ -243,16 +245,11 @@ fn attempts_that_time_out_after_a_refusal_for_good_do_not_hide_it() {
     // Under load, a server that refuses the client for good may also be too slow to answer
     // within an attempt's budget: a timed-out attempt says nothing of its verdict, so the
     // session still ends naming the refusal, not expired as if the server could be fixed.
-    let mut h = Harness::new(SessionConfig {
+    let (mut h, lost) = lost_after_establishing(SessionConfig {
         hosts: hosts(1),
         rng_seed: Some(7),
         ..config()
     });
-    dial_when_allowed(&mut h);
-    h.establish(9, 30_000);
-    h.events();
-    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
-    let lost = h.now;
     let (mut refused, mut unanswered) = (0u32, 0u32);
     while h.session.state() == SessionState::Disconnected {
         if h.session.poll_connect(h.now).is_some() {
@@ -287,16 +284,12 @@ fn attempts_that_time_out_after_a_refusal_for_good_do_not_hide_it() {
 
 #[test]
 fn a_session_whose_reconnections_failed_transiently_on_some_host_just_expires() {
-    let mut h = Harness::new(SessionConfig {
+    let (mut h, _) = lost_after_establishing(SessionConfig {
         hosts: hosts(2),
         shuffle_hosts: false,
         rng_seed: Some(6),
         ..config()
     });
-    dial_when_allowed(&mut h);
-    h.establish(9, 30_000);
-    h.events();
-    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
     // One server refuses the certificate, the other is down: the TLS failure is not the
     // whole story, so the expiry is the news.
     while !h.session.state().is_terminal() {
