@@ -299,17 +299,7 @@ async fn an_expired_session_abandons_the_attempt_waiting_for_its_backoff() {
 #[cfg(feature = "request-timing")]
 #[tokio::test]
 async fn request_timing_counts_each_request_when_written_and_each_reply_when_read() {
-    let (dialer, mut accepted) = duplex_dialer(64 * 1024);
-    let connecting = tokio::spawn(
-        crate::Client::builder()
-            .session_timeout(Duration::from_secs(30))
-            // Only the test's requests: no reads of the ensemble's configuration.
-            .follow_ensemble(false)
-            .connect_with("127.0.0.1:2181", dialer),
-    );
-    let mut server = accepted.recv().await.expect("a connection");
-    handshake(&mut server, 30_000).await;
-    let client = connecting.await.expect("task").expect("connected");
+    let (client, mut server) = connected_client().await;
     let before = client.request_timing();
     let calls: Vec<_> = (0..3).map(|_| client.delete("/n", None)).collect();
     for _ in 0..3 {
