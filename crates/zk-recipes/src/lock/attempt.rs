@@ -161,17 +161,24 @@ impl Contenders {
 
     /// Waits for the lock, at most `timeout`.
     pub(super) async fn acquire(&self, timeout: Option<Duration>) -> Result<LockGuard> {
-        self.attempt(timeout, false).await
+        self.attempt(timeout, false, Bytes::new()).await
     }
 
     /// Takes the lock if it is free: the node is created and the children listed (one round
     /// trip), and the lock is taken if that listing grants it; else the node is withdrawn and
     /// the result is [`Error::Timeout`] (Curator's `acquire(0, unit)`).
     pub(super) async fn try_acquire(&self) -> Result<LockGuard> {
-        self.attempt(None, true).await
+        self.attempt(None, true, Bytes::new()).await
     }
 
-    async fn attempt(&self, timeout: Option<Duration>, give_up: bool) -> Result<LockGuard> {
+    /// One attempt at the lock, at most `timeout`, its node holding `data`; with `give_up`,
+    /// only if the first listing grants it.
+    pub(super) async fn attempt(
+        &self,
+        timeout: Option<Duration>,
+        give_up: bool,
+        data: Bytes,
+    ) -> Result<LockGuard> {
         let mut attempt = Attempt {
             client: self.client.clone(),
             parent: self.parent.clone(),
@@ -180,7 +187,7 @@ impl Contenders {
             unsure: false,
             armed: true,
         };
-        let result = within(timeout, self.run(&mut attempt, give_up))
+        let result = within(timeout, self.run(&mut attempt, data, give_up))
             .await
             .and_then(|acquired| acquired);
         match result {
@@ -199,14 +206,12 @@ impl Contenders {
         }
     }
 
-    /// Creates the node (recovering a lost reply) and waits for the lock; with `give_up`, does
-    /// not wait: [`Error::Timeout`] when the first listing does not grant it.
-    pub(super) async fn run(&self, attempt: &mut Attempt, give_up: bool) -> Result<LockGuard> {
+    /// Creates the node holding `data` (recovering a lost reply) and waits for the lock; with
+    /// `give_up`, does not wait: [`Error::Timeout`] when the first listing does not grant it.
+    async fn run(&self, attempt: &mut Attempt, data: Bytes, give_up: bool) -> Result<LockGuard> {
         let watch_children = matches!(self.kind.rule, Rule::Permits(_));
         // 1. Create and list in one round trip.
-        let (own, mut children) = self
-            .create_listed(attempt, Bytes::new(), watch_children)
-            .await?;
+        let (own, mut children) = self.create_listed(attempt, data, watch_children).await?;
         let own_name = own.name();
         // 2. Wait for our turn. The watch on the predecessor is kept across listings as long
         // as the predecessor stays the same.
