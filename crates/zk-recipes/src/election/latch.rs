@@ -480,13 +480,24 @@ pub struct Participant {
 ///
 /// Cancel-safe: it only reads.
 pub async fn participants(client: &Client, path: &str) -> crate::Result<Vec<Participant>> {
+    participants_named(client, path, LATCH_NAME).await
+}
+
+/// The participants under `path` whose nodes are named `..<name><sequence>` (Curator's
+/// latch or mutex naming), leader (the first in Curator's order) first, each with the id its
+/// node holds.
+pub(super) async fn participants_named(
+    client: &Client,
+    path: &str,
+    name: &str,
+) -> crate::Result<Vec<Participant>> {
     let listed = match client.get_children(path).await {
         Ok(listed) => listed,
         Err(Error::NoNode) => return Ok(Vec::new()),
         Err(error) => return Err(error.into()),
     };
     let mut children: Vec<&str> = listed.iter().collect();
-    sort_like_curator(&mut children, &[LATCH_NAME]);
+    sort_like_curator(&mut children, &[name]);
     // Every read is queued before the first is awaited: one round trip for all.
     let reads: Vec<_> = children
         .iter()

@@ -10,10 +10,9 @@ use futures_util::FutureExt;
 use tokio::sync::oneshot;
 use zk_proto::{Client, Error, EventType, Result, SessionState};
 
-use super::latch::Participant;
-use super::{Leadership, Reporter, Running, child_path, terminal};
+use super::latch::{Participant, participants_named};
+use super::{Leadership, Reporter, Running, terminal};
 use crate::lock::{Lock, LockGuard, MUTEX_NAME, Validity};
-use crate::sequential::sort_like_curator;
 
 /// One tenure of a [`LeaderSelector`]'s candidate: what the `take_leadership` closure is given
 /// when the candidate starts to lead.
@@ -265,30 +264,7 @@ where
 ///
 /// Cancel-safe: it only reads.
 pub async fn selector_participants(client: &Client, path: &str) -> crate::Result<Vec<Participant>> {
-    let listed = match client.get_children(path).await {
-        Ok(listed) => listed,
-        Err(Error::NoNode) => return Ok(Vec::new()),
-        Err(error) => return Err(error.into()),
-    };
-    let mut children: Vec<&str> = listed.iter().collect();
-    sort_like_curator(&mut children, &[MUTEX_NAME]);
-    let reads: Vec<_> = children
-        .iter()
-        .map(|child| client.get_data(&child_path(path, child)))
-        .collect();
-    let mut participants = Vec::with_capacity(children.len());
-    for (node, read) in children.into_iter().zip(reads) {
-        match read.await {
-            Ok((id, _)) => participants.push(Participant {
-                node: node.to_owned(),
-                id,
-                is_leader: participants.is_empty(),
-            }),
-            Err(Error::NoNode) => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
-    Ok(participants)
+    participants_named(client, path, MUTEX_NAME).await
 }
 
 /// How a tenure ended.
