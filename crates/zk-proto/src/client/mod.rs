@@ -7,6 +7,7 @@ mod ensemble;
 mod follow;
 mod options;
 mod quorum;
+mod reply;
 #[cfg(feature = "request-timing")]
 mod timing;
 mod watcher;
@@ -15,6 +16,8 @@ pub use builder::ClientBuilder;
 pub use options::{CreateOptions, MultiItem, MultiReadItem};
 pub use quorum::QuorumCheck;
 pub use watcher::{OneshotWatcher, PersistentWatcher};
+
+use reply::{PendingReply, ReplyBody, typed};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -26,13 +29,13 @@ use futures_util::FutureExt;
 use jute::{
     AddWatchMode, Create2Response, ErrorResponse, ExistsResponse, GetAclResponse,
     GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse, GetDataResponse,
-    GetEphemeralsResponse, MultiResponse, MultiResult, Response, SetAclResponse, SetDataResponse,
-    Stat, StringList, SyncResponse, WatcherType, WhoAmIResponse,
+    GetEphemeralsResponse, MultiResponse, MultiResult, SetAclResponse, SetDataResponse, Stat,
+    StringList, SyncResponse, WatcherType, WhoAmIResponse,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::acl::{Acl, ClientInfo};
-use crate::driver::{Command, Delivery, Published, ReplyResult, WatchSink};
+use crate::driver::{Command, Delivery, Published, WatchSink};
 use crate::session::{MultiOperation, Op, SessionState};
 use crate::{Error, ProtocolError, Result};
 
@@ -101,48 +104,6 @@ struct Shared {
 pub struct Client {
     shared: Arc<Shared>,
     request_timeout: Option<Duration>,
-}
-
-type Reply = std::result::Result<ReplyResult, oneshot::error::RecvError>;
-
-/// The body type of a reply: each is one variant of jute's `Response`, which the session
-/// decodes by the op code it sent.
-trait ReplyBody: TryFrom<Response, Error = Response> + Send + 'static {}
-impl<R: TryFrom<Response, Error = Response> + Send + 'static> ReplyBody for R {}
-
-/// A reply as the body its request asked for. The session decodes a reply by the op code of
-/// the request it answers, so the variant always matches; a mismatch would be our bug, and
-/// is reported as a protocol error rather than a panic.
-fn typed<R: ReplyBody>(reply: Reply) -> Result<R> {
-    let response = reply.unwrap_or(Err(Error::Closed))?;
-    R::try_from(response)
-        .map_err(|_| Error::Protocol(ProtocolError::UnexpectedResponse(std::any::type_name::<R>())))
-}
-
-/// A call's reply on its way back from the connection task. Written out rather than an
-/// `async` block, so that a call's future holds the receiver and little else (the `async`
-/// version kept room for the reply itself in every call's future: 120 bytes for `get_data`,
-/// moved with the future wherever the caller keeps it).
-#[derive(Debug)]
-struct PendingReply {
-    rx: oneshot::Receiver<Delivery>,
-    /// The receive interval's stamp (feature `request-timing`); taken when the reply comes.
-    receiving: Option<crate::request_timing::Receiving>,
-}
-
-impl Future for PendingReply {
-    type Output = Reply;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Reply> {
-        let delivery = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx))?;
-        if let Some(receiving) = self.receiving.take() {
-            receiving.received(delivery.decoded);
-        }
-        std::task::Poll::Ready(Ok(delivery.result))
-    }
 }
 
 /// A result the server put in a multi reply that its request could not have produced: the
