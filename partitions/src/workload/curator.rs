@@ -272,12 +272,10 @@ mod tests {
     use super::*;
     use crate::workload::fenced::{Fenced, monotonic_now};
 
-    /// A worker process that prints `first`, then `second` after a pause, then waits for its
-    /// standard input to close.
+    /// A worker process that prints `first`, then `second` after a pause, and exits.
     fn worker_process(first: &str, second: &str, pause_ms: u32) -> tokio::process::Child {
-        let script = format!(
-            "printf '%s\\n' '{first}'; sleep 0.{pause_ms:03}; printf '%s\\n' '{second}'; cat"
-        );
+        let script =
+            format!("printf '%s\\n' '{first}'; sleep 0.{pause_ms:03}; printf '%s\\n' '{second}'");
         let mut command = tokio::process::Command::new("sh");
         command
             .args(["-c", &script])
@@ -302,20 +300,16 @@ mod tests {
             300,
         );
         let granted = worker_process(&format!("0 H 12 {grants}"), &format!("0 E 0 {}", ns(3)), 0);
-        let (stop_tx, stop) = watch::channel(false);
-        let a = tokio::spawn(relay(releaser, vec![shared.worker(0, 0)], stop.clone()));
-        let b = tokio::spawn(relay(granted, vec![shared.worker(1, 0)], stop));
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while shared.ended_holds() < 2 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the lines never came"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let _ = stop_tx.send(true);
-        assert_eq!(a.await.expect("relay a"), Ok(1));
-        assert_eq!(b.await.expect("relay b"), Ok(1));
+        // Never stopped: each relay reads its worker's lines to the end of its output.
+        let (_stop_tx, stop) = watch::channel(false);
+        let a = relay(releaser, vec![shared.worker(0, 0)], stop.clone());
+        let b = relay(granted, vec![shared.worker(1, 0)], stop);
+        let (a, b) = tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(a, b) })
+            .await
+            .expect("both workers' lines within 10 s");
+        let ended = Err("the Curator worker ended early".to_owned());
+        assert_eq!((a, b), (ended.clone(), ended));
+        assert_eq!(shared.ended_holds(), 2, "both holds relayed");
         assert_eq!(shared.unsafe_windows(), Vec::<String>::new());
     }
 }
