@@ -32,8 +32,8 @@ use zk_recipes::Error as RecipeError;
 use zk_recipes::curator_queue::DistributedQueue;
 use zk_testkit::ZkServer;
 use zk_testkit::client::{
-    builder, children, connect_proxied, connect_with, eventually, expire_session, join, mkdirs,
-    server_builder, spawn_test_child, start_server_with, within,
+    Proxied, builder, children, connect_proxied, connect_with, eventually, expire_session, join,
+    mkdirs, server_builder, spawn_test_child, start_server_with, within,
 };
 
 /// Bound of a whole exchange of 10,000 items.
@@ -56,6 +56,15 @@ async fn server() -> ZkServer {
 
 async fn session(server: &ZkServer) -> Client {
     connect_with(builder().session_timeout(SESSION), &server.connect_string()).await
+}
+
+/// A session through a fault proxy, long enough (10 s) to outlive the cuts of a scenario.
+async fn proxied_session(server: &ZkServer) -> Proxied {
+    connect_proxied(
+        server.addr(),
+        builder().session_timeout(Duration::from_secs(10)),
+    )
+    .await
 }
 
 /// The items processed by every consumer of a scenario; done once `count` were.
@@ -382,11 +391,7 @@ async fn lock_safe_replies_lost_to_cuts_lose_and_duplicate_nothing() {
     for i in 0..ITEMS {
         queue.put(format!("c-{i}")).await.expect("put");
     }
-    let proxied = connect_proxied(
-        server.addr(),
-        builder().session_timeout(Duration::from_secs(10)),
-    )
-    .await;
+    let proxied = proxied_session(&server).await;
     let mut consumer =
         DistributedQueue::with_lock_path(&proxied.client, "/fq/q", "/fq/locks").consumer();
     let tally = Tally::new(ITEMS);
@@ -444,11 +449,7 @@ async fn default_mode_loses_the_item_whose_claim_reply_was_lost() {
     for i in 0..3 {
         queue.put(format!("c-{i}")).await.expect("put");
     }
-    let proxied = connect_proxied(
-        server.addr(),
-        builder().session_timeout(Duration::from_secs(10)),
-    )
-    .await;
+    let proxied = proxied_session(&server).await;
     let mut consumer = DistributedQueue::new(&proxied.client, "/fq/q").consumer();
     let cut = proxied.proxy.cut_after_request(OpCode::DELETE);
     assert!(matches!(
@@ -502,11 +503,7 @@ async fn a_consumer_cut_off_while_waiting_takes_the_item_put_meanwhile() {
     let server = server().await;
     let producer = session(&server).await;
     mkdirs(&producer, "/fq/q").await;
-    let proxied = connect_proxied(
-        server.addr(),
-        builder().session_timeout(Duration::from_secs(10)),
-    )
-    .await;
+    let proxied = proxied_session(&server).await;
     let mut consumer =
         DistributedQueue::with_lock_path(&proxied.client, "/fq/q", "/fq/locks").consumer();
     let waiting = tokio::spawn(async move { consumer.next(TAKE).await });
