@@ -57,6 +57,12 @@ pub enum DecodeErrorKind {
     /// A multi header with an operation type the multi format does not allow.
     #[error("operation type {0} is not allowed in a multi")]
     InvalidMultiOp(i32),
+    /// A frame decoded as a notification ([`ServerMessage::decode_notification`]) whose
+    /// reply header has another xid than -1.
+    ///
+    /// [`ServerMessage::decode_notification`]: crate::ServerMessage::decode_notification
+    #[error("xid {0} is not the notification xid -1")]
+    NotANotification(i32),
     /// A response was requested for an op code that has none or is unknown.
     #[error("op code {0} has no response record")]
     NoResponseForOpCode(i32),

@@ -18,6 +18,13 @@
 //! - [`multi`]: the multi and multiRead bodies ([`MultiRequest`], [`MultiResponse`]).
 //! - [`message`]: a whole server frame by the op code of the request it answers
 //!   ([`ServerMessage`], [`Response`]).
+//! - [`view`]: borrowed views of the records (`CreateRequestRef<'a>`, `WatcherEventRef<'a>`,
+//!   ...; one per record, from the same table): decoded from a `&[u8]` by
+//!   [`decode_view_exact`] or `XRef::decode` over a [`SliceReader`], with strings as
+//!   `Cow<'a, str>` and buffers as `&'a [u8]` borrowed from the input, vectors and string lists
+//!   validated and then iterated in place ([`ListRef`], [`StringListRef`]): no allocation. The
+//!   same errors as the owned decode on every input, and `into_owned()` gives the owned record.
+//!   [`ServerMessage::decode_notification`] decodes a notification frame that way.
 //! - [`string_list`]: [`StringList`], the type of every `vector<ustring>` field (children,
 //!   ephemerals, SetWatches paths): all the strings in one buffer, read as `&str`.
 //! - [`codes`]: op codes, error codes, event types, keeper states, watcher types, add-watch
@@ -55,10 +62,13 @@ pub mod message;
 pub mod multi;
 pub mod primitive;
 mod reader;
+#[macro_use]
+mod record_macro;
 pub mod records;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategy;
 pub mod string_list;
+pub mod view;
 
 pub use codes::{
     AddWatchMode, CreateMode, ErrorCode, EventType, KeeperState, OpCode, Perms, WatcherType,
@@ -71,3 +81,4 @@ pub use multi::{MultiOp, MultiRequest, MultiResponse, MultiResult};
 pub use reader::{Decode, Encode, Reader, decode_exact};
 pub use records::*;
 pub use string_list::StringList;
+pub use view::{DecodeView, ListRef, SliceReader, StringListRef, decode_view_exact};

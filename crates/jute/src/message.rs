@@ -7,6 +7,7 @@ use crate::error::{DecodeError, DecodeErrorKind};
 use crate::multi::MultiResponse;
 use crate::reader::{Decode, Encode, Reader};
 use crate::records::*;
+use crate::view::{DecodeView, SliceReader};
 
 /// Declares [`Response`] and the op codes that reply with each variant, from one table.
 macro_rules! responses {
@@ -167,6 +168,35 @@ impl ServerMessage {
             None
         };
         Ok(Self::Reply { header, body })
+    }
+}
+
+impl ServerMessage {
+    /// Decodes a notification frame (xid -1) into its header and the borrowed view of its
+    /// event: the path borrows `frame` (nothing is allocated unless it is in Java's surrogate
+    /// form). For a frame with xid -1 this succeeds exactly when [`ServerMessage::decode`]
+    /// gives a [`ServerMessage::Notification`], with the same event (`into_owned`), and fails
+    /// with the same error otherwise.
+    ///
+    /// # Errors
+    ///
+    /// Any [`DecodeError`] of the header or the event, [`DecodeErrorKind::TrailingBytes`] after
+    /// the event, and [`DecodeErrorKind::NotANotification`] for a header with another xid.
+    pub fn decode_notification(
+        frame: &[u8],
+    ) -> Result<(ReplyHeader, WatcherEventRef<'_>), DecodeError> {
+        let mut reader = SliceReader::new(frame);
+        let header = <ReplyHeader as DecodeView>::decode_view(&mut reader)
+            .map_err(|e| e.within("ReplyHeader"))?;
+        if header.xid != xid::NOTIFICATION {
+            return Err(DecodeError::at(
+                DecodeErrorKind::NotANotification(header.xid),
+                "ReplyHeader.xid",
+            ));
+        }
+        let event = WatcherEventRef::decode(&mut reader).map_err(|e| e.within("WatcherEvent"))?;
+        reader.finish::<WatcherEvent>()?;
+        Ok((header.into_owned(), event))
     }
 }
 

@@ -232,7 +232,7 @@ pub(crate) fn push_string(out: &mut String, raw: &[u8]) -> Result<(), DecodeErro
 /// What is appended is never longer than `raw` (6 bytes become 4, 3 bytes become the 3 of
 /// U+FFFD), and `raw` is a slice of received bytes, so any reservation for it is bounded by the
 /// input.
-fn push_with_surrogates(out: &mut String, raw: &[u8]) -> Option<()> {
+pub(crate) fn push_with_surrogates(out: &mut String, raw: &[u8]) -> Option<()> {
     let mut rest = raw;
     loop {
         let valid_len = match std::str::from_utf8(rest) {
@@ -288,8 +288,12 @@ impl<T: Encode> Encode for Option<Vec<T>> {
 }
 
 /// The count is checked against the bytes left before anything is reserved: `count` elements
-/// need at least `count * T::MIN_LEN` bytes. The first reservation is further capped by the bytes
-/// left, so no allocation is sized by an untrusted number.
+/// need at least `count * T::MIN_LEN` bytes (`count` bytes for a type whose `MIN_LEN` is 0), so
+/// `count` is at most the bytes left over `T::MIN_LEN`. Then `count` elements are reserved at
+/// once (no reallocation while decoding): that reservation is at most
+/// `size_of::<T>() / T::MIN_LEN` times the bytes of the input (an ACL entry takes 56 bytes in
+/// memory and at least 12 on the wire: under 5 times), so no allocation is sized by a count the
+/// input does not back.
 impl<T: Decode> Decode for Option<Vec<T>> {
     const MIN_LEN: usize = 4;
     fn decode(reader: &mut Reader) -> Result<Self, DecodeError> {
@@ -304,8 +308,7 @@ impl<T: Decode> Decode for Option<Vec<T>> {
                 remaining: reader.remaining(),
             }));
         }
-        let capacity = count.min(reader.remaining() / std::mem::size_of::<T>().max(1));
-        let mut items = Vec::with_capacity(capacity);
+        let mut items = Vec::with_capacity(count);
         for _ in 0..count {
             items.push(T::decode(reader)?);
         }
@@ -379,6 +382,63 @@ mod tests {
             .step_by(2)
             .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
             .collect()
+    }
+
+    /// A vector of `count` ACL entries in their smallest form (12 bytes: perms, null scheme,
+    /// null id), of which `entries` are present.
+    fn smallest_acls(count: i32, entries: usize) -> Vec<u8> {
+        let mut raw = count.to_be_bytes().to_vec();
+        for _ in 0..entries {
+            raw.extend([0, 0, 0, 31]);
+            raw.extend((-1i32).to_be_bytes());
+            raw.extend((-1i32).to_be_bytes());
+        }
+        raw
+    }
+
+    #[test]
+    fn a_vector_reserves_its_count_once_bounded_by_the_input() {
+        use crate::records::Acl;
+        for count in [0, 1, 2, 3, 50] {
+            let raw = smallest_acls(count as i32, count);
+            let acl = decode_exact::<Option<Vec<Acl>>>(Bytes::from(raw.clone()))
+                .unwrap()
+                .unwrap();
+            assert_eq!(acl.len(), count);
+            // One reservation of exactly `count` (no growth while decoding), and what it takes
+            // is within size_of::<Acl>() / Acl::MIN_LEN times the input.
+            assert_eq!(acl.capacity(), count);
+            let reserved = count * std::mem::size_of::<Acl>();
+            assert!(reserved <= raw.len() * std::mem::size_of::<Acl>() / Acl::MIN_LEN);
+        }
+    }
+
+    #[test]
+    fn a_vector_count_the_input_cannot_back_reserves_nothing() {
+        use crate::records::Acl;
+        // Two entries present, a million declared: refused before any reservation.
+        let raw = smallest_acls(1_000_000, 2);
+        let err = decode_exact::<Option<Vec<Acl>>>(Bytes::from(raw)).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            &DecodeErrorKind::CountExceedsInput {
+                count: 1_000_000,
+                needed: 12_000_000,
+                remaining: 24
+            }
+        );
+        // A count the input backs at 12 bytes an entry, with longer entries than that: the
+        // reservation (count entries) stays within the bound, then the input runs out.
+        let mut raw = 4i32.to_be_bytes().to_vec();
+        raw.extend([0, 0, 0, 31]);
+        raw.extend(Some("x".repeat(40)).to_bytes());
+        raw.extend((-1i32).to_be_bytes());
+        assert_eq!(raw.len() - 4, 52);
+        let err = decode_exact::<Option<Vec<Acl>>>(Bytes::from(raw)).unwrap_err();
+        assert!(
+            matches!(err.kind(), DecodeErrorKind::UnexpectedEnd { .. }),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Every record of the client protocol, declared once.
 //!
-//! The `records!` table below is the only place a record's fields are listed: the macro derives
-//! the struct, [`Encode`], [`Decode`] (with [`Decode::MIN_LEN`]), the proptest strategy and the
-//! by-name registry used by the conformance tests and fuzz targets. Field order follows
+//! The `records!` table below is the only place a record's fields are listed: the macro
+//! (`src/record_macro.rs`) derives the struct, [`Encode`], [`Decode`] (with
+//! [`Decode::MIN_LEN`]), the borrowed view named beside it (`X / XRef`: `XRef<'a>`, decoded from
+//! a `&'a [u8]` without allocating, see [`crate::view`]), the proptest strategy and the by-name
+//! registry used by the conformance tests and fuzz targets. Field order follows
 //! `zookeeper-jute/src/main/resources/zookeeper.jute` of ZooKeeper 3.8; each record names its
 //! reference class as `"data.X"` (`org.apache.zookeeper.data`) or `"proto.X"`
 //! (`org.apache.zookeeper.proto`). See [`crate::primitive`] for how field types map to the wire.
@@ -20,137 +22,9 @@ use crate::error::DecodeError;
 use crate::reader::{Decode, Encode, Reader};
 use crate::string_list::StringList;
 
-macro_rules! records {
-    ($(
-        $(#[$meta:meta])*
-        $name:ident = $jute:literal {
-            $( $(#[$fmeta:meta])* $field:ident : $ty:ty $(= $absent:expr)? ),* $(,)?
-        }
-    )*) => {
-        $(
-            $(#[$meta])*
-            #[doc = concat!("\n\nReference class: `org.apache.zookeeper.", $jute, "`.")]
-            #[derive(Debug, Clone, PartialEq, Eq, Default)]
-            pub struct $name {
-                $( $(#[$fmeta])* pub $field: $ty, )*
-            }
-
-            impl Encode for $name {
-                fn encoded_len(&self) -> usize {
-                    0 $( + Encode::encoded_len(&self.$field) )*
-                }
-                fn encode<B: BufMut>(&self, buf: &mut B) {
-                    $( Encode::encode(&self.$field, buf); )*
-                }
-            }
-
-            impl Decode for $name {
-                const MIN_LEN: usize = 0 $( + field_min_len!($ty $(, $absent)?) )*;
-                fn decode(reader: &mut Reader) -> Result<Self, DecodeError> {
-                    Ok(Self {
-                        $(
-                            $field: decode_field!(reader, $ty $(, $absent)?).map_err(|e| {
-                                e.within(concat!(stringify!($name), ".", stringify!($field)))
-                            })?,
-                        )*
-                    })
-                }
-            }
-
-            #[cfg(any(test, feature = "proptest"))]
-            impl crate::strategy::Generate for $name {
-                fn strategy() -> proptest::strategy::BoxedStrategy<Self> {
-                    use proptest::strategy::Strategy;
-                    ( $( <$ty as crate::strategy::Generate>::strategy(), )* )
-                        .prop_map(|( $( $field, )* )| Self { $( $field ),* })
-                        .boxed()
-                }
-            }
-        )*
-
-        /// The reference class names (`"data.Stat"`, `"proto.CreateRequest"`, ...) of every
-        /// record declared in this module, in declaration order. (Feature `fuzzing`.)
-        #[cfg(any(test, feature = "fuzzing"))]
-        pub const RECORD_NAMES: &[&str] = &[ $( $jute ),* ];
-
-        /// Decodes `bytes` as the record whose reference class is `jute_name` (exactly, trailing
-        /// bytes are an error) and encodes it again. `None` if no record has that name.
-        ///
-        /// This is the hook of the conformance tests and fuzz targets: for every canonical
-        /// encoding, the output equals the input (see [`same_value_named`] for the others).
-        /// (Feature `fuzzing`.)
-        #[cfg(any(test, feature = "fuzzing"))]
-        pub fn reencode_named(jute_name: &str, bytes: Bytes) -> Option<Result<Bytes, DecodeError>> {
-            match jute_name {
-                $( $jute => Some(crate::reader::decode_exact::<$name>(bytes).map(|r| r.to_bytes())), )*
-                _ => None,
-            }
-        }
-
-        /// Decodes `a` and `b` as the record whose reference class is `jute_name` (each exactly)
-        /// and tells whether they are the same value. `None` if no record has that name.
-        ///
-        /// The value oracle of the conformance tests and fuzz targets, for the encodings that
-        /// decode to a value whose encoding is other bytes (strings in Java's surrogate form, a
-        /// ConnectRequest without its readOnly byte).
-        #[cfg(any(test, feature = "fuzzing"))]
-        #[doc(hidden)]
-        pub fn same_value_named(
-            jute_name: &str,
-            a: Bytes,
-            b: Bytes,
-        ) -> Option<Result<bool, DecodeError>> {
-            fn same<T: Decode + PartialEq>(a: Bytes, b: Bytes) -> Result<bool, DecodeError> {
-                Ok(crate::reader::decode_exact::<T>(a)? == crate::reader::decode_exact::<T>(b)?)
-            }
-            match jute_name {
-                $( $jute => Some(same::<$name>(a, b)), )*
-                _ => None,
-            }
-        }
-
-        #[cfg(test)]
-        mod generated_properties {
-            $(
-                #[allow(non_snake_case)]
-                mod $name {
-                    #[test]
-                    fn properties() {
-                        crate::strategy::check_properties::<super::super::$name>();
-                    }
-                }
-            )*
-        }
-    };
-}
-
-/// The smallest encoding of a field: nothing for a field that may be absent at the end.
-macro_rules! field_min_len {
-    ($ty:ty) => {
-        <$ty as Decode>::MIN_LEN
-    };
-    ($ty:ty, $absent:expr) => {
-        0
-    };
-}
-
-/// Decodes a field; one that may be absent at the end takes its value when no byte is left.
-macro_rules! decode_field {
-    ($reader:ident, $ty:ty) => {
-        <$ty as Decode>::decode($reader)
-    };
-    ($reader:ident, $ty:ty, $absent:expr) => {
-        if $reader.is_empty() {
-            Ok($absent)
-        } else {
-            <$ty as Decode>::decode($reader)
-        }
-    };
-}
-
 records! {
     /// An identity: an auth scheme and an id within it.
-    Id = "data.Id" {
+    Id / IdRef = "data.Id" {
         /// The scheme: `world`, `auth`, `digest`, `ip`, `x509`, `sasl`, ...
         scheme: Option<String>,
         /// The id within the scheme, e.g. `anyone` or `user:BASE64(SHA1(user:password))`.
@@ -158,7 +32,7 @@ records! {
     }
 
     /// One access control entry.
-    Acl = "data.ACL" {
+    Acl / AclRef = "data.ACL" {
         /// The permissions granted.
         perms: Perms,
         /// To whom.
@@ -166,7 +40,7 @@ records! {
     }
 
     /// A node's metadata; always 68 bytes.
-    Stat = "data.Stat" {
+    Stat / StatRef = "data.Stat" {
         /// The zxid of the change that created the node.
         czxid: i64,
         /// The zxid of the last change to the node's data.
@@ -193,7 +67,7 @@ records! {
     }
 
     /// An authenticated identity of the session, as whoAmI reports it (3.7.0 and later).
-    ClientInfo = "data.ClientInfo" {
+    ClientInfo / ClientInfoRef = "data.ClientInfo" {
         /// The auth scheme.
         auth_scheme: Option<String>,
         /// The user within it.
@@ -208,7 +82,7 @@ records! {
     /// (`ZooKeeperServer.processConnectRequest`), and re-encodes with the byte. A server that
     /// answers old clients in kind (a ConnectResponse without its readOnly byte, as the Java
     /// server does) tells them apart by the length: `frame.len() < request.encoded_len()`.
-    ConnectRequest = "proto.ConnectRequest" {
+    ConnectRequest / ConnectRequestRef = "proto.ConnectRequest" {
         /// Always 0.
         protocol_version: i32,
         /// The last zxid the client has seen, 0 on a first connect.
@@ -227,7 +101,7 @@ records! {
     ///
     /// `read_only` is `None` when the server omits the trailing byte (servers older than 3.4,
     /// or a client that did not send it).
-    ConnectResponse = "proto.ConnectResponse" {
+    ConnectResponse / ConnectResponseRef = "proto.ConnectResponse" {
         /// Always 0.
         protocol_version: i32,
         /// The negotiated session timeout, ms; 0 means the session has expired.
@@ -241,7 +115,7 @@ records! {
     }
 
     /// The header of every request after the connect request.
-    RequestHeader = "proto.RequestHeader" {
+    RequestHeader / RequestHeaderRef = "proto.RequestHeader" {
         /// The request id, or a reserved one from [`crate::codes::xid`].
         xid: i32,
         /// The operation.
@@ -249,7 +123,7 @@ records! {
     }
 
     /// The header of every server frame after the connect response.
-    ReplyHeader = "proto.ReplyHeader" {
+    ReplyHeader / ReplyHeaderRef = "proto.ReplyHeader" {
         /// The xid of the request answered, or a reserved one from [`crate::codes::xid`].
         xid: i32,
         /// The server's last processed zxid (-1 in 3.8 notifications).
@@ -259,7 +133,7 @@ records! {
     }
 
     /// The header of each operation and result inside a multi.
-    MultiHeader = "proto.MultiHeader" {
+    MultiHeader / MultiHeaderRef = "proto.MultiHeader" {
         /// The op code of the operation or result, -1 for an error result or the end marker.
         op_type: i32,
         /// True only on the end marker.
@@ -269,7 +143,7 @@ records! {
     }
 
     /// The body of a watch notification (xid -1).
-    WatcherEvent = "proto.WatcherEvent" {
+    WatcherEvent / WatcherEventRef = "proto.WatcherEvent" {
         /// What happened.
         event_type: EventType,
         /// The session state (always SyncConnected from a server).
@@ -279,13 +153,13 @@ records! {
     }
 
     /// An error code as a body: a multi error result, and the reply to addWatch.
-    ErrorResponse = "proto.ErrorResponse" {
+    ErrorResponse / ErrorResponseRef = "proto.ErrorResponse" {
         /// The code.
         err: ErrorCode,
     }
 
     /// Adds credentials to the session (sent with xid -4, op code auth).
-    AuthPacket = "proto.AuthPacket" {
+    AuthPacket / AuthPacketRef = "proto.AuthPacket" {
         /// Always 0.
         auth_type: i32,
         /// The scheme, e.g. `digest`.
@@ -295,7 +169,7 @@ records! {
     }
 
     /// create, create2 and createContainer request.
-    CreateRequest = "proto.CreateRequest" {
+    CreateRequest / CreateRequestRef = "proto.CreateRequest" {
         /// The node path (for sequential modes, the name prefix).
         path: Option<String>,
         /// Initial data.
@@ -307,7 +181,7 @@ records! {
     }
 
     /// createTTL request (also any create mode with `ttl` -1).
-    CreateTtlRequest = "proto.CreateTTLRequest" {
+    CreateTtlRequest / CreateTtlRequestRef = "proto.CreateTTLRequest" {
         /// The node path.
         path: Option<String>,
         /// Initial data.
@@ -321,13 +195,13 @@ records! {
     }
 
     /// The reply to create.
-    CreateResponse = "proto.CreateResponse" {
+    CreateResponse / CreateResponseRef = "proto.CreateResponse" {
         /// The created path (with its sequence suffix).
         path: Option<String>,
     }
 
     /// The reply to create2, createContainer and createTTL.
-    Create2Response = "proto.Create2Response" {
+    Create2Response / Create2ResponseRef = "proto.Create2Response" {
         /// The created path.
         path: Option<String>,
         /// The new node's stat.
@@ -335,7 +209,7 @@ records! {
     }
 
     /// delete request.
-    DeleteRequest = "proto.DeleteRequest" {
+    DeleteRequest / DeleteRequestRef = "proto.DeleteRequest" {
         /// The node path.
         path: Option<String>,
         /// The expected version, -1 for any.
@@ -343,7 +217,7 @@ records! {
     }
 
     /// exists request.
-    ExistsRequest = "proto.ExistsRequest" {
+    ExistsRequest / ExistsRequestRef = "proto.ExistsRequest" {
         /// The node path.
         path: Option<String>,
         /// Whether to leave a data watch (set even when the node is missing).
@@ -351,13 +225,13 @@ records! {
     }
 
     /// The reply to exists.
-    ExistsResponse = "proto.ExistsResponse" {
+    ExistsResponse / ExistsResponseRef = "proto.ExistsResponse" {
         /// The node's stat.
         stat: Stat,
     }
 
     /// getData request.
-    GetDataRequest = "proto.GetDataRequest" {
+    GetDataRequest / GetDataRequestRef = "proto.GetDataRequest" {
         /// The node path.
         path: Option<String>,
         /// Whether to leave a data watch.
@@ -365,7 +239,7 @@ records! {
     }
 
     /// The reply to getData, and to reconfig.
-    GetDataResponse = "proto.GetDataResponse" {
+    GetDataResponse / GetDataResponseRef = "proto.GetDataResponse" {
         /// The data, a slice of the received frame.
         data: Option<Bytes>,
         /// The node's stat.
@@ -373,7 +247,7 @@ records! {
     }
 
     /// setData request.
-    SetDataRequest = "proto.SetDataRequest" {
+    SetDataRequest / SetDataRequestRef = "proto.SetDataRequest" {
         /// The node path.
         path: Option<String>,
         /// The new data.
@@ -383,19 +257,19 @@ records! {
     }
 
     /// The reply to setData.
-    SetDataResponse = "proto.SetDataResponse" {
+    SetDataResponse / SetDataResponseRef = "proto.SetDataResponse" {
         /// The node's new stat.
         stat: Stat,
     }
 
     /// getACL request.
-    GetAclRequest = "proto.GetACLRequest" {
+    GetAclRequest / GetAclRequestRef = "proto.GetACLRequest" {
         /// The node path.
         path: Option<String>,
     }
 
     /// The reply to getACL.
-    GetAclResponse = "proto.GetACLResponse" {
+    GetAclResponse / GetAclResponseRef = "proto.GetACLResponse" {
         /// The node's ACL.
         acl: Option<Vec<Acl>>,
         /// The node's stat.
@@ -403,7 +277,7 @@ records! {
     }
 
     /// setACL request.
-    SetAclRequest = "proto.SetACLRequest" {
+    SetAclRequest / SetAclRequestRef = "proto.SetACLRequest" {
         /// The node path.
         path: Option<String>,
         /// The new ACL.
@@ -413,13 +287,13 @@ records! {
     }
 
     /// The reply to setACL.
-    SetAclResponse = "proto.SetACLResponse" {
+    SetAclResponse / SetAclResponseRef = "proto.SetACLResponse" {
         /// The node's new stat.
         stat: Stat,
     }
 
     /// getChildren request.
-    GetChildrenRequest = "proto.GetChildrenRequest" {
+    GetChildrenRequest / GetChildrenRequestRef = "proto.GetChildrenRequest" {
         /// The node path.
         path: Option<String>,
         /// Whether to leave a child watch.
@@ -427,13 +301,13 @@ records! {
     }
 
     /// The reply to getChildren.
-    GetChildrenResponse = "proto.GetChildrenResponse" {
+    GetChildrenResponse / GetChildrenResponseRef = "proto.GetChildrenResponse" {
         /// The children's names (not paths).
         children: Option<StringList>,
     }
 
     /// getChildren2 request.
-    GetChildren2Request = "proto.GetChildren2Request" {
+    GetChildren2Request / GetChildren2RequestRef = "proto.GetChildren2Request" {
         /// The node path.
         path: Option<String>,
         /// Whether to leave a child watch.
@@ -441,7 +315,7 @@ records! {
     }
 
     /// The reply to getChildren2.
-    GetChildren2Response = "proto.GetChildren2Response" {
+    GetChildren2Response / GetChildren2ResponseRef = "proto.GetChildren2Response" {
         /// The children's names (not paths).
         children: Option<StringList>,
         /// The node's stat.
@@ -449,43 +323,43 @@ records! {
     }
 
     /// getAllChildrenNumber request.
-    GetAllChildrenNumberRequest = "proto.GetAllChildrenNumberRequest" {
+    GetAllChildrenNumberRequest / GetAllChildrenNumberRequestRef = "proto.GetAllChildrenNumberRequest" {
         /// The node path.
         path: Option<String>,
     }
 
     /// The reply to getAllChildrenNumber.
-    GetAllChildrenNumberResponse = "proto.GetAllChildrenNumberResponse" {
+    GetAllChildrenNumberResponse / GetAllChildrenNumberResponseRef = "proto.GetAllChildrenNumberResponse" {
         /// The number of descendants (the node itself not counted).
         total_number: i32,
     }
 
     /// getEphemerals request.
-    GetEphemeralsRequest = "proto.GetEphemeralsRequest" {
+    GetEphemeralsRequest / GetEphemeralsRequestRef = "proto.GetEphemeralsRequest" {
         /// A raw string prefix of server paths; `""` or `/` for all.
         prefix_path: Option<String>,
     }
 
     /// The reply to getEphemerals.
-    GetEphemeralsResponse = "proto.GetEphemeralsResponse" {
+    GetEphemeralsResponse / GetEphemeralsResponseRef = "proto.GetEphemeralsResponse" {
         /// The session's ephemeral nodes, as full server paths.
         ephemerals: Option<StringList>,
     }
 
     /// sync request.
-    SyncRequest = "proto.SyncRequest" {
+    SyncRequest / SyncRequestRef = "proto.SyncRequest" {
         /// The node path.
         path: Option<String>,
     }
 
     /// The reply to sync.
-    SyncResponse = "proto.SyncResponse" {
+    SyncResponse / SyncResponseRef = "proto.SyncResponse" {
         /// The server-side path synced.
         path: Option<String>,
     }
 
     /// check request: a version check, for use inside a multi.
-    CheckVersionRequest = "proto.CheckVersionRequest" {
+    CheckVersionRequest / CheckVersionRequestRef = "proto.CheckVersionRequest" {
         /// The node path.
         path: Option<String>,
         /// The expected version.
@@ -493,7 +367,7 @@ records! {
     }
 
     /// Re-registers watches after a reconnect.
-    SetWatches = "proto.SetWatches" {
+    SetWatches / SetWatchesRef = "proto.SetWatches" {
         /// The last zxid the client has seen: changes after it fire at once.
         relative_zxid: i64,
         /// Paths with a data watch.
@@ -505,7 +379,7 @@ records! {
     }
 
     /// Re-registers watches after a reconnect, persistent ones included (3.6.0 and later).
-    SetWatches2 = "proto.SetWatches2" {
+    SetWatches2 / SetWatches2Ref = "proto.SetWatches2" {
         /// The last zxid the client has seen.
         relative_zxid: i64,
         /// Paths with a data watch.
@@ -521,7 +395,7 @@ records! {
     }
 
     /// addWatch request; the reply body is an [`ErrorResponse`].
-    AddWatchRequest = "proto.AddWatchRequest" {
+    AddWatchRequest / AddWatchRequestRef = "proto.AddWatchRequest" {
         /// The node path.
         path: Option<String>,
         /// Persistent or persistent recursive.
@@ -529,7 +403,7 @@ records! {
     }
 
     /// checkWatches request.
-    CheckWatchesRequest = "proto.CheckWatchesRequest" {
+    CheckWatchesRequest / CheckWatchesRequestRef = "proto.CheckWatchesRequest" {
         /// The node path.
         path: Option<String>,
         /// Which watches.
@@ -537,7 +411,7 @@ records! {
     }
 
     /// removeWatches request.
-    RemoveWatchesRequest = "proto.RemoveWatchesRequest" {
+    RemoveWatchesRequest / RemoveWatchesRequestRef = "proto.RemoveWatchesRequest" {
         /// The node path.
         path: Option<String>,
         /// Which watches.
@@ -545,7 +419,7 @@ records! {
     }
 
     /// reconfig request; the reply is a [`GetDataResponse`] with the new configuration.
-    ReconfigRequest = "proto.ReconfigRequest" {
+    ReconfigRequest / ReconfigRequestRef = "proto.ReconfigRequest" {
         /// Servers to add (incremental mode).
         joining_servers: Option<String>,
         /// Server ids to remove (incremental mode).
@@ -557,43 +431,43 @@ records! {
     }
 
     /// The reply to whoAmI (3.7.0 and later; the request has no body).
-    WhoAmIResponse = "proto.WhoAmIResponse" {
+    WhoAmIResponse / WhoAmIResponseRef = "proto.WhoAmIResponse" {
         /// The session's identities.
         client_info: Option<Vec<ClientInfo>>,
     }
 
     /// A SASL token from the client (op code sasl).
-    GetSaslRequest = "proto.GetSASLRequest" {
+    GetSaslRequest / GetSaslRequestRef = "proto.GetSASLRequest" {
         /// The token.
         token: Option<Bytes>,
     }
 
     /// A SASL token; defined by the protocol, not sent by the Java client.
-    SetSaslRequest = "proto.SetSASLRequest" {
+    SetSaslRequest / SetSaslRequestRef = "proto.SetSASLRequest" {
         /// The token.
         token: Option<Bytes>,
     }
 
     /// The server's SASL token.
-    SetSaslResponse = "proto.SetSASLResponse" {
+    SetSaslResponse / SetSaslResponseRef = "proto.SetSASLResponse" {
         /// The token.
         token: Option<Bytes>,
     }
 
     /// getMaxChildren request: defined in jute, no op code uses it.
-    GetMaxChildrenRequest = "proto.GetMaxChildrenRequest" {
+    GetMaxChildrenRequest / GetMaxChildrenRequestRef = "proto.GetMaxChildrenRequest" {
         /// The node path.
         path: Option<String>,
     }
 
     /// getMaxChildren reply: defined in jute, no op code uses it.
-    GetMaxChildrenResponse = "proto.GetMaxChildrenResponse" {
+    GetMaxChildrenResponse / GetMaxChildrenResponseRef = "proto.GetMaxChildrenResponse" {
         /// The limit.
         max: i32,
     }
 
     /// setMaxChildren request: defined in jute, no op code uses it.
-    SetMaxChildrenRequest = "proto.SetMaxChildrenRequest" {
+    SetMaxChildrenRequest / SetMaxChildrenRequestRef = "proto.SetMaxChildrenRequest" {
         /// The node path.
         path: Option<String>,
         /// The limit.

@@ -69,7 +69,7 @@ impl Generate for Option<crate::StringList> {
 }
 
 #[cfg(test)]
-pub(crate) use checks::check_properties;
+pub(crate) use checks::{check_properties, check_view_agrees};
 
 #[cfg(test)]
 mod checks {
@@ -77,6 +77,49 @@ mod checks {
 
     use super::*;
     use crate::reader::{Decode, Encode, decode_exact};
+    use crate::view::{DecodeView, view_agrees};
+
+    /// For every generated value of `T`, its encoding, every strict prefix of it, the encoding
+    /// with one byte changed and with a byte appended, and arbitrary bytes: the borrowed view
+    /// decodes exactly when the owned record does, to the same value (made owned), and fails
+    /// with the same error (kind and location) otherwise.
+    pub(crate) fn check_view_agrees<T>()
+    where
+        T: Generate + Encode + DecodeView + PartialEq + std::fmt::Debug + 'static,
+    {
+        let mut runner = TestRunner::new(Config {
+            cases: 128,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(
+                &(T::strategy(), any::<prop::sample::Index>(), any::<u8>()),
+                |(value, at, byte)| {
+                    let bytes = value.to_bytes().to_vec();
+                    let agrees =
+                        |input: &[u8]| view_agrees::<T>(input).map_err(TestCaseError::fail);
+                    agrees(&bytes)?;
+                    for cut in 0..bytes.len() {
+                        agrees(&bytes[..cut])?;
+                    }
+                    if !bytes.is_empty() {
+                        let mut changed = bytes.clone();
+                        changed[at.index(bytes.len())] = byte;
+                        agrees(&changed)?;
+                    }
+                    let mut extended = bytes;
+                    extended.push(byte);
+                    agrees(&extended)
+                },
+            )
+            .unwrap();
+        runner
+            .run(&proptest::collection::vec(any::<u8>(), 0..256), |raw| {
+                view_agrees::<T>(&raw).map_err(TestCaseError::fail)
+            })
+            .unwrap();
+    }
 
     /// For every generated value of `T`: decoding its encoding gives it back, `encoded_len` is
     /// exact, every strict prefix of the encoding fails to decode, and arbitrary bytes decode

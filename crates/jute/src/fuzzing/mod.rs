@@ -29,7 +29,7 @@ use crate::multi::{MultiResponse, MultiResult};
 use crate::reader::{Decode, Encode, decode_exact};
 use crate::records::{
     ConnectRequest, ConnectResponse, CreateResponse, MultiHeader, RECORD_NAMES, ReplyHeader,
-    SetDataResponse, Stat, WatcherEvent, reencode_named, same_value_named,
+    SetDataResponse, Stat, WatcherEvent, reencode_named, same_value_named, view_agrees_named,
 };
 
 /// The checked-in corpus of a fuzz target (`fuzz/corpus/<target>/` under `fuzz_dir`): every
@@ -373,7 +373,8 @@ pub fn connect_response(data: &[u8]) {
 ///
 /// # Panics
 ///
-/// When decoding panics; when the op code is asked for on a notification or an error reply,
+/// When decoding panics; when [`ServerMessage::decode_notification`] disagrees with it on a
+/// frame with the notification xid; when the op code is asked for on a notification or an error reply,
 /// or not asked for the header's xid on a successful one; when the body disagrees with
 /// [`Response::decode`]; when the message does not encode back to the input: exactly for
 /// notifications and successful replies (or to the same message, for strings in Java's
@@ -389,6 +390,7 @@ pub fn server_message(data: &[u8]) {
         asked.set(Some(xid));
         op
     });
+    assert_notification_view_agrees(frame, &decoded);
     let Ok(message) = decoded else {
         return;
     };
@@ -452,13 +454,29 @@ pub fn server_message(data: &[u8]) {
     }
 }
 
+/// Checks [`ServerMessage::decode_notification`] against [`ServerMessage::decode`] of the same
+/// frame, when its xid is the notification's: the same header and event, or the same error.
+fn assert_notification_view_agrees(frame: &[u8], decoded: &Result<ServerMessage, DecodeError>) {
+    if frame.get(..4) != Some(&xid::NOTIFICATION.to_be_bytes()[..]) {
+        return;
+    }
+    let view = ServerMessage::decode_notification(frame)
+        .map(|(header, event)| ServerMessage::Notification(header, event.into_owned()));
+    assert!(
+        &view == decoded,
+        "notification {} decodes as {decoded:?}, its view as {view:?}",
+        hex(frame)
+    );
+}
+
 /// Decodes a [`WatcherEvent`], alone and as the body of a notification frame.
 ///
 /// Input: the event's encoding.
 ///
 /// # Panics
 ///
-/// When decoding panics; when the two decodings disagree; when the event does not encode back
+/// When decoding panics; when the two decodings (or the notification's borrowed view,
+/// [`ServerMessage::decode_notification`]) disagree; when the event does not encode back
 /// to the input (or to the same event, for a path in Java's surrogate form).
 pub fn watcher_event(data: &[u8]) {
     let alone = decode_exact::<WatcherEvent>(Bytes::copy_from_slice(data));
@@ -469,9 +487,10 @@ pub fn watcher_event(data: &[u8]) {
     };
     let mut frame = header.to_bytes().to_vec();
     frame.extend_from_slice(data);
-    let notification = ServerMessage::decode(Bytes::from(frame), |xid| {
+    let notification = ServerMessage::decode(Bytes::copy_from_slice(&frame), |xid| {
         panic!("op code asked for xid {xid} of a notification")
     });
+    assert_notification_view_agrees(&frame, &notification);
     match (alone, notification) {
         (Ok(event), Ok(ServerMessage::Notification(decoded_header, notified))) => {
             assert_eq!(decoded_header, header);
@@ -516,8 +535,10 @@ pub fn multi_response(data: &[u8]) {
 ///
 /// # Panics
 ///
-/// When decoding panics, when [`reencode_named`] does not know a name of [`RECORD_NAMES`], or
-/// when a decoded record does not encode back to the input byte for byte. Only two kinds of
+/// When decoding panics, when [`reencode_named`] does not know a name of [`RECORD_NAMES`], when
+/// the record's borrowed view disagrees with the owned decode ([`view_agrees_named`]: another
+/// value or another error), or when a decoded record does not encode back to the input byte for
+/// byte. Only two kinds of
 /// input may encode back to other bytes, and then they must decode to the same value
 /// ([`same_value_named`]): strings in Java's surrogate form (see the private
 /// `assert_reencodes_to_same`) and a ConnectRequest without its trailing readOnly byte (which comes back with it, as 0).
@@ -526,6 +547,11 @@ pub fn record_by_name(data: &[u8]) {
         return;
     };
     let name = RECORD_NAMES[usize::from(index) % RECORD_NAMES.len()];
+    match view_agrees_named(name, bytes) {
+        None => panic!("{name} is in RECORD_NAMES, but view_agrees_named does not know it"),
+        Some(Err(disagreement)) => panic!("from {}: {disagreement}", hex(bytes)),
+        Some(Ok(())) => {}
+    }
     match reencode_named(name, Bytes::copy_from_slice(bytes)) {
         None => panic!("{name} is in RECORD_NAMES, but reencode_named does not know it"),
         Some(Err(_)) => {}
