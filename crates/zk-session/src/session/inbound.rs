@@ -32,11 +32,8 @@ impl Session {
         };
         match xid {
             reserved::NOTIFICATION => {
-                let ServerMessage::Notification(_, event) =
-                    ServerMessage::decode(frame, |_| OpCode::NOTIFICATION)?
-                else {
-                    return Err(ProtocolError::UnexpectedResponse("notification"));
-                };
+                // Decoded as a view: the path is borrowed from the frame, not copied.
+                let (_, event) = ServerMessage::decode_notification(&frame)?;
                 self.handle_notification(event);
                 Ok(())
             }
@@ -316,10 +313,12 @@ impl Session {
         }
     }
 
-    pub(super) fn handle_notification(&mut self, event: jute::WatcherEvent) {
-        let server_path = event.path.unwrap_or_default();
-        let path = self.config.chroot.strip(&server_path).into_owned();
-        for fired in self.watches.fire(event.event_type, &server_path) {
+    /// A watch notification, borrowed from its frame: the server path is not copied, the
+    /// client path is made once (and cloned into each event it fires).
+    pub(super) fn handle_notification(&mut self, event: jute::WatcherEventRef<'_>) {
+        let server_path: &str = event.path.as_deref().unwrap_or_default();
+        let path = self.config.chroot.strip(server_path).into_owned();
+        for fired in self.watches.fire(event.event_type, server_path) {
             self.events.push_back(SessionEvent::Watch {
                 id: fired.id,
                 event: WatchedEvent {
@@ -336,7 +335,7 @@ impl Session {
         if matches!(
             event.event_type,
             EventType::NODE_CREATED | EventType::NODE_DELETED
-        ) && let Some(parent) = parent_of(&server_path)
+        ) && let Some(parent) = parent_of(server_path)
             && self.server_modes.get(parent).children == Some(Held::Recursive)
         {
             let parent_path = self.config.chroot.strip(parent).into_owned();
