@@ -226,6 +226,8 @@ pub struct Session {
     outbox: VecDeque<(Option<RequestId>, Encoded)>,
     /// Sent requests, oldest first: replies must match the head.
     pending: VecDeque<Pending>,
+    /// Whether the outbox is being written out ([`Session::hold_for_backlog`]).
+    flushing_outbox: bool,
     /// Sent auth packets (xid -4) in order; `Some` when a caller waits.
     auth_pending: VecDeque<Option<RequestId>>,
     credentials: Vec<(String, Secret)>,
@@ -282,6 +284,12 @@ pub struct Session {
 
 const HEADER_LEN: usize = 8;
 
+/// Requests in flight from which new ones are held for a batch ([`Session::hold_for_backlog`]).
+const BACKLOG_HOLD: usize = 64;
+
+/// Requests queued that end a hold ([`Session::hold_for_backlog`]).
+const BACKLOG_BATCH: usize = 32;
+
 impl Session {
     /// A session that has not connected yet.
     pub fn new(mut config: SessionConfig) -> Self {
@@ -324,6 +332,7 @@ impl Session {
             control: VecDeque::with_capacity(1),
             outbox: VecDeque::with_capacity(1),
             pending: VecDeque::with_capacity(1),
+            flushing_outbox: false,
             auth_pending: VecDeque::new(),
             credentials: Vec::new(),
             auth_waiting: Vec::new(),
@@ -573,6 +582,7 @@ impl Session {
                     }
                 } else if self.pending.len() < self.config.max_in_flight
                     && !self.authenticating()
+                    && !self.hold_for_backlog()
                     && let Some((id, encoded)) = self.outbox.pop_front()
                 {
                     sent = id;
@@ -636,6 +646,30 @@ impl Session {
             self.state = state;
             self.events.push_back(SessionEvent::State(state));
         }
+    }
+
+    /// Whether the outbox's requests wait for more company before they are written.
+    ///
+    /// The server answers a session's requests one after the other, in order. While
+    /// [`BACKLOG_HOLD`] of ours are in flight it has that many to answer first, and a new
+    /// request would only queue behind them there: writing it at once gains nothing, and
+    /// writing requests a few at a time costs a write here, a read on the server and a
+    /// wake-up on each side for every few. So new requests are held until [`BACKLOG_BATCH`]
+    /// are queued (or the backlog shrinks: each reply is a turn that looks again), then
+    /// written together; once a batch starts, the whole outbox goes.
+    fn hold_for_backlog(&mut self) -> bool {
+        if self.outbox.is_empty() {
+            self.flushing_outbox = false;
+            return false;
+        }
+        if self.flushing_outbox {
+            return false;
+        }
+        if self.pending.len() >= BACKLOG_HOLD && self.outbox.len() < BACKLOG_BATCH {
+            return true;
+        }
+        self.flushing_outbox = true;
+        false
     }
 
     fn send_request(

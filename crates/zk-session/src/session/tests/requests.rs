@@ -269,6 +269,92 @@ fn the_in_flight_window_holds_back_the_rest() {
     assert_eq!(h.sent().len(), 1);
 }
 
+/// Fills the server's backlog: `BACKLOG_HOLD` requests sent and not answered yet.
+fn with_a_backlog() -> (Harness, Vec<(RequestHeader, Bytes)>) {
+    let mut h = Harness::connected();
+    for n in 0..super::super::BACKLOG_HOLD {
+        h.submit(get_data(&format!("/{n}"), false));
+    }
+    let sent = h.sent();
+    assert_eq!(
+        sent.len(),
+        super::super::BACKLOG_HOLD,
+        "below the backlog: written at once"
+    );
+    (h, sent)
+}
+
+#[test]
+fn requests_behind_a_backlog_wait_for_a_reply_or_a_batch() {
+    let (mut h, backlog) = with_a_backlog();
+    h.submit(get_data("/late", false));
+    assert!(
+        h.sent().is_empty(),
+        "held while the server has its backlog to answer"
+    );
+    assert_eq!((h.session.in_flight(), h.session.queued()), (64, 1));
+    // One reply: the backlog is below the mark, and the held request goes.
+    h.answer_empty_data(backlog[0].0.xid, 2);
+    let sent = h.sent();
+    assert_eq!(sent.len(), 1);
+    let request: GetDataRequest = decode_exact(sent[0].1.clone()).expect("GetDataRequest");
+    assert_eq!(request.path.as_deref(), Some("/late"));
+}
+
+#[test]
+fn a_full_batch_behind_a_backlog_is_written_whole() {
+    let (mut h, _) = with_a_backlog();
+    for n in 1..super::super::BACKLOG_BATCH {
+        h.submit(get_data(&format!("/b{n}"), false));
+        assert!(h.sent().is_empty(), "{n} queued: still held");
+    }
+    h.submit(get_data("/last", false));
+    let sent = h.sent();
+    assert_eq!(
+        sent.len(),
+        super::super::BACKLOG_BATCH,
+        "the batch, in one go"
+    );
+    let paths: Vec<String> = sent
+        .iter()
+        .map(|(_, body)| {
+            let r: GetDataRequest = decode_exact(body.clone()).expect("GetDataRequest");
+            r.path.unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        paths.first().map(String::as_str),
+        Some("/b1"),
+        "in call order"
+    );
+    assert_eq!(paths.last().map(String::as_str), Some("/last"));
+    // The next request waits for a batch of its own.
+    h.submit(get_data("/next", false));
+    assert!(h.sent().is_empty());
+}
+
+#[test]
+fn requests_held_behind_a_backlog_go_out_on_the_next_connection() {
+    let (mut h, _) = with_a_backlog();
+    let held = h.submit(get_data("/held", false));
+    assert!(h.sent().is_empty());
+    h.session.handle_disconnected(h.now, Error::ConnectionLoss);
+    let lost = replies(&h.events());
+    assert!(
+        lost.iter().all(|(id, _)| *id != held),
+        "the held request was never sent, so it is not lost with the connection"
+    );
+    h.advance(Duration::from_secs(2));
+    h.establish(1, 30_000);
+    let sent = h.sent();
+    assert!(
+        sent.iter()
+            .any(|(_, body)| decode_exact::<GetDataRequest>(body.clone())
+                .is_ok_and(|r| r.path.as_deref() == Some("/held"))),
+        "written on the new connection"
+    );
+}
+
 #[test]
 fn the_chroot_is_applied_out_and_stripped_in() {
     let mut h = Harness::new(SessionConfig {
