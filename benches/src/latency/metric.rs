@@ -384,11 +384,14 @@ fn spread(values: &[f64]) -> (f64, f64) {
 pub(super) fn other_targets(metrics: &[Metric]) -> Vec<(String, f64, bool)> {
     let mut out = Vec::new();
     let get = |name: &str| metrics.iter().find(|m| m.name == name);
+    // An earlier issue's 3 (create, listing, delete), plus the `sync` of the quorum check that
+    // a guard starts at its grant (docs/client.md, "The quorum check"): a cut-off follower must
+    // not let a holder go on believing it holds.
     if let Some(p) = get("lock_cycle").and_then(|m| m.server_packets_per_op) {
         out.push((
-            "packets per uncontended lock cycle <= 3".into(),
+            "packets per uncontended lock cycle <= 3 + 1 quorum-check sync".into(),
             p,
-            p <= 3.0,
+            p <= 4.0,
         ));
     }
     // Issue 28's target (an earlier issue's was 2 µs).
