@@ -82,6 +82,16 @@ macro_rules! records {
                         )*
                     })
                 }
+                fn skip_view(
+                    reader: &mut crate::view::SliceReader<'_>,
+                ) -> Result<(), DecodeError> {
+                    $(
+                        skip_view_field!(reader, $ty $(, $absent)?).map_err(|e| {
+                            e.within(concat!(stringify!($name), ".", stringify!($field)))
+                        })?;
+                    )*
+                    Ok(())
+                }
                 fn from_view(view: $view<'_>) -> Self {
                     Self {
                         $( $field: <$ty as crate::view::DecodeView>::from_view(view.$field), )*
@@ -209,6 +219,20 @@ macro_rules! decode_view_field {
             Ok($absent)
         } else {
             <$ty as crate::view::DecodeView>::decode_view($reader)
+        }
+    };
+}
+
+/// Moves past a field without building its view, as `decode_view_field!` reads it.
+macro_rules! skip_view_field {
+    ($reader:ident, $ty:ty) => {
+        <$ty as crate::view::DecodeView>::skip_view($reader)
+    };
+    ($reader:ident, $ty:ty, $absent:expr) => {
+        if $reader.is_empty() {
+            Ok(())
+        } else {
+            <$ty as crate::view::DecodeView>::skip_view($reader)
         }
     };
 }

@@ -161,6 +161,14 @@ pub trait DecodeView: Decode {
 
     /// The owned value of a view: what [`Decode::decode`] gives for the same bytes.
     fn from_view(view: Self::View<'_>) -> Self;
+
+    /// Moves past one value at the front of `reader` without building its view: it fails
+    /// exactly where [`decode_view`](Self::decode_view) fails, with the same error. Lists
+    /// validate their elements this way when they are decoded (a string is checked without
+    /// being made a `&str`: an ASCII check, the full decoding only for other bytes).
+    fn skip_view(reader: &mut SliceReader<'_>) -> Result<(), DecodeError> {
+        Self::decode_view(reader).map(drop)
+    }
 }
 
 /// Decodes the view of a `T` that must fill `bytes` exactly (trailing bytes are an error): the
@@ -242,6 +250,19 @@ impl DecodeView for Option<String> {
     }
     fn from_view(view: Option<Cow<'_, str>>) -> Self {
         view.map(Cow::into_owned)
+    }
+    fn skip_view(reader: &mut SliceReader<'_>) -> Result<(), DecodeError> {
+        match reader.read_len()? {
+            None => Ok(()),
+            Some(len) => {
+                let raw = reader.read_slice(len)?;
+                if raw.is_ascii() {
+                    Ok(())
+                } else {
+                    decode_str(raw).map(drop)
+                }
+            }
+        }
     }
 }
 
@@ -359,8 +380,9 @@ impl<'a, T: DecodeView> Iterator for ListIter<'a, T> {
 impl<T: DecodeView> ExactSizeIterator for ListIter<'_, T> {}
 
 /// The count is checked against the bytes left as the owned decoding checks it, then every
-/// element is decoded as a view (and dropped): the same errors at the same places, and nothing
-/// allocated (but for an element string in Java's surrogate form, for the time of its check).
+/// element is checked ([`DecodeView::skip_view`]): the same errors at the same places, and
+/// nothing allocated (but for an element string in Java's surrogate form, for the time of its
+/// check).
 impl<T: DecodeView> DecodeView for Option<Vec<T>> {
     type View<'a> = Option<ListRef<'a, T>>;
     fn decode_view<'a>(
@@ -372,7 +394,7 @@ impl<T: DecodeView> DecodeView for Option<Vec<T>> {
         reader.check_count(count, T::MIN_LEN)?;
         let start = reader.rest();
         for _ in 0..count {
-            T::decode_view(reader)?;
+            T::skip_view(reader)?;
         }
         let raw = start
             .get(..start.len() - reader.remaining())
@@ -385,6 +407,9 @@ impl<T: DecodeView> DecodeView for Option<Vec<T>> {
     }
     fn from_view(view: Option<ListRef<'_, T>>) -> Self {
         view.map(|list| list.to_vec())
+    }
+    fn skip_view(reader: &mut SliceReader<'_>) -> Result<(), DecodeError> {
+        Self::decode_view(reader).map(drop)
     }
 }
 
@@ -480,7 +505,7 @@ impl DecodeView for Option<StringList> {
         reader.check_count(count, 4)?;
         let start = reader.rest();
         for _ in 0..count {
-            <Option<String>>::decode_view(reader)?;
+            <Option<String>>::skip_view(reader)?;
         }
         let raw = start
             .get(..start.len() - reader.remaining())
@@ -625,6 +650,38 @@ mod tests {
         );
         assert_eq!(view, owned);
         assert_eq!(view.unwrap_err().location(), "CreateRequest.acl");
+    }
+
+    #[test]
+    fn list_elements_are_checked_as_the_owned_decode_reads_them() {
+        // An ACL whose second entry's id is in Java's surrogate form, then is not UTF-8 at all,
+        // then is cut short: the view agrees with the owned decode on each.
+        let acl = |id: &[u8]| {
+            let mut raw = 2i32.to_be_bytes().to_vec();
+            raw.extend(31i32.to_be_bytes());
+            raw.extend(raw_string(b"world"));
+            raw.extend(raw_string(b"anyone"));
+            raw.extend(1i32.to_be_bytes());
+            raw.extend(raw_string(b"digest"));
+            raw.extend(raw_string(id));
+            raw
+        };
+        let pair = acl(SURROGATE_PAIR);
+        let view = decode_view_exact::<Option<Vec<Acl>>>(&pair).unwrap();
+        let ids: Vec<_> = view.iter().flatten().map(|entry| entry.id.id).collect();
+        assert_eq!(ids, [Some("anyone".into()), Some("😀".into())]);
+        let invalid = acl(b"a\xffb");
+        let cut = &pair[..pair.len() - 1];
+        for bytes in [&pair[..], &invalid, cut] {
+            let view =
+                decode_view_exact::<Option<Vec<Acl>>>(bytes).map(<Option<Vec<Acl>>>::from_view);
+            let owned = decode_exact::<Option<Vec<Acl>>>(Bytes::copy_from_slice(bytes));
+            assert_eq!(view, owned);
+        }
+        assert_eq!(
+            decode_view_exact::<Option<Vec<Acl>>>(&invalid).unwrap_err(),
+            DecodeError::at(DecodeErrorKind::InvalidUtf8, "Id.id")
+        );
     }
 
     fn notification(event: &WatcherEvent) -> Vec<u8> {
