@@ -161,6 +161,15 @@ fn check(path: &str) -> Result<(), PathProblem> {
     }
     // Offset of the '/' that opens the current segment.
     let mut segment_start = 0;
+    if path.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        // Printable ASCII, the usual path, checked a byte at a time above: no character is
+        // forbidden, so only a segment can be wrong, and the first one wrong comes first.
+        for segment in path[1..].split('/') {
+            check_segment(segment, segment_start)?;
+            segment_start += segment.len() + 1;
+        }
+        return Ok(());
+    }
     for (at, ch) in path.char_indices().skip(1) {
         if ch == '/' {
             check_segment(&path[segment_start + 1..at], segment_start)?;
