@@ -3,9 +3,10 @@
 
 use bytes::Bytes;
 use jute::{
-    Acl, CreateMode, CreateRequest, Decode, DecodeError, Encode, ErrorCode, EventType,
-    GetChildren2Response, GetDataResponse, Id, KeeperState, OpCode, Perms, Reader, ReplyHeader,
-    RequestHeader, ServerMessage, Stat, WatcherEvent, codes::xid, decode_exact,
+    Acl, CreateMode, CreateRequest, CreateRequestRef, Decode, DecodeError, Encode, ErrorCode,
+    EventType, GetChildren2Response, GetDataResponse, Id, KeeperState, OpCode, Perms, Reader,
+    ReplyHeader, RequestHeader, RequestHeaderRef, ServerMessage, SliceReader, Stat, WatcherEvent,
+    WatcherEventRef, codes::xid, decode_exact, decode_view_exact,
 };
 
 /// The measured messages. Each one is built identically by `benches/java/CodecBench.java`; the
@@ -207,8 +208,8 @@ pub fn decode_get_children2_reply(frame: Bytes) -> Result<ServerMessage, DecodeE
     ServerMessage::decode(frame, |_| OpCode::GET_CHILDREN2)
 }
 
-/// Decodes a notification frame as the client does (the op code lookup is never asked for xid
-/// -1).
+/// Decodes a notification frame into the owned message, as the client did before the borrowed
+/// views (the op code lookup is never asked for xid -1).
 ///
 /// # Errors
 ///
@@ -217,7 +218,37 @@ pub fn decode_watcher_event(frame: Bytes) -> Result<ServerMessage, DecodeError> 
     ServerMessage::decode(frame, |_| OpCode::GET_DATA)
 }
 
-/// Decodes a create request frame as a server would: the header, then the body exactly.
+/// Decodes a notification frame as the client's session does since the borrowed views
+/// (`zk_session`'s inbound path): [`ServerMessage::decode_notification`], the path borrowed
+/// from the frame.
+///
+/// # Errors
+///
+/// Any decoding error.
+pub fn decode_watcher_event_view(
+    frame: &[u8],
+) -> Result<(ReplyHeader, WatcherEventRef<'_>), DecodeError> {
+    ServerMessage::decode_notification(frame)
+}
+
+/// Decodes a create request frame as a server would with the borrowed views: the header, then
+/// `CreateRequest`'s view of the rest, exactly (strings and data borrowed from the frame, the
+/// ACL validated and left in place).
+///
+/// # Errors
+///
+/// Any decoding error.
+pub fn decode_create_request_view(
+    frame: &[u8],
+) -> Result<(RequestHeader, CreateRequestRef<'_>), DecodeError> {
+    let mut reader = SliceReader::new(frame);
+    let header = RequestHeaderRef::decode(&mut reader)?.into_owned();
+    let body = decode_view_exact::<CreateRequest>(reader.rest())?;
+    Ok((header, body))
+}
+
+/// Decodes a create request frame as a server would into the owned records: the header, then
+/// the body exactly.
 ///
 /// # Errors
 ///

@@ -14,10 +14,15 @@
 //!    the same messages with the reference classes, fails with exit status 3 unless its encoding
 //!    is byte-identical to ours and decoding ours gives back its own records, then times decode
 //!    and encode after a JIT warm-up.
-//! 3. It times our decode (the client's real path: [`jute::ServerMessage::decode`] of a `Bytes`
-//!    frame; header then [`jute::decode_exact`] body for the create request) and encode
-//!    ([`jute::Encode::to_bytes`] of header and record) with a warm-up and several rounds
-//!    ([`measure_ours`] in `ours.rs`, [`measure`] in `timing.rs`).
+//! 3. It times our decode and encode ([`jute::Encode`] of header and record into a reused
+//!    buffer) with a warm-up and several rounds ([`measure_ours`] in `ours.rs`, [`measure`] in
+//!    `timing.rs`). The decode is each message's real path: [`jute::ServerMessage::decode`] of a
+//!    `Bytes` frame for the getData and getChildren2 replies (what the client does), the
+//!    borrowed view for the watch notification ([`jute::ServerMessage::decode_notification`],
+//!    what the client's session does) and for the create request (the header, then
+//!    `CreateRequest`'s view of the rest, as a server would). For those two the owned decode
+//!    (header then [`jute::decode_exact`] body; [`jute::ServerMessage::decode`]) is timed too,
+//!    as the row's `owned` figures.
 //! 4. The [`Report`] (`report.rs`) holds the median ns/op of both sides and the ratio ours /
 //!    reference (below 1: we are faster), rendered as a table ([`Report::to_table`]) or one JSON
 //!    document ([`Report::to_json`]).
@@ -38,11 +43,12 @@ use bytes::Bytes;
 
 pub use cases::{
     CaseId, build_create_request, build_get_children2_reply, build_get_data_reply,
-    build_watcher_event, decode_create_request, decode_get_children2_reply, decode_get_data_reply,
-    decode_watcher_event,
+    build_watcher_event, decode_create_request, decode_create_request_view,
+    decode_get_children2_reply, decode_get_data_reply, decode_watcher_event,
+    decode_watcher_event_view,
 };
 pub use error::BenchError;
-pub use ours::measure_ours;
+pub use ours::{Ours, measure_ours};
 pub use reference::{JavaReport, JavaTools};
 pub use report::{Machine, Report, Row};
 pub use timing::{Measurement, measure};
@@ -143,12 +149,13 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     eprintln!("codec: timing our codec...");
     let mut rows = Vec::with_capacity(frames.len());
     for (case, frame) in &frames {
-        let (ours_decode, ours_encode) = measure_ours(*case, frame, &settings)?;
+        let ours = measure_ours(*case, frame, &settings)?;
         rows.push(Row {
             case: *case,
             bytes: frame.len(),
-            ours_decode,
-            ours_encode,
+            ours_decode: ours.decode,
+            ours_owned_decode: ours.owned_decode,
+            ours_encode: ours.encode,
             reference: reference.as_ref().and_then(|r| r.result(*case)),
         });
     }

@@ -1,5 +1,6 @@
-//! Our side: checks that each frame decodes back to its message and encodes back to the same
-//! bytes, then times decode and encode.
+//! Our side: checks that each frame decodes back to its message (owned, and as a borrowed view
+//! where that is the real path) and encodes back to the same bytes, then times decode and
+//! encode.
 
 use std::fmt;
 use std::hint::black_box;
@@ -9,8 +10,9 @@ use jute::{DecodeError, Encode, Response, ServerMessage};
 
 use super::cases::{
     CaseId, build_create_request, build_get_children2_reply, build_get_data_reply,
-    build_watcher_event, decode_create_request, decode_get_children2_reply, decode_get_data_reply,
-    decode_watcher_event,
+    build_watcher_event, decode_create_request, decode_create_request_view,
+    decode_get_children2_reply, decode_get_data_reply, decode_watcher_event,
+    decode_watcher_event_view,
 };
 use super::timing::{Measurement, measure};
 use super::{BenchError, Settings};
@@ -62,16 +64,60 @@ where
     Ok((decoded, encoded))
 }
 
+/// Our figures for one message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ours {
+    /// The decode on the message's real path (the borrowed view for the create request and the
+    /// watch notification).
+    pub decode: Measurement,
+    /// The owned decode, for the messages whose real path is the borrowed view.
+    pub owned_decode: Option<Measurement>,
+    /// The encode.
+    pub encode: Measurement,
+}
+
+/// Checks that the view decode of `frame` gives `expected` once made owned, then times it.
+fn bench_view<'f, T, V, D>(
+    case: CaseId,
+    frame: &'f [u8],
+    expected: &T,
+    decode: D,
+    into_owned: impl Fn(V) -> T,
+    settings: &Settings,
+) -> Result<Measurement, BenchError>
+where
+    T: PartialEq + fmt::Debug,
+    D: Fn(&'f [u8]) -> Result<V, DecodeError>,
+{
+    match decode(frame).map(into_owned) {
+        Ok(value) if &value == expected => {}
+        Ok(value) => {
+            return Err(BenchError::SelfCheck(format!(
+                "{}: the view decoded {value:?}, expected {expected:?}",
+                case.id()
+            )));
+        }
+        Err(e) => {
+            return Err(BenchError::SelfCheck(format!(
+                "{}: our own frame does not decode as a view: {e}",
+                case.id()
+            )));
+        }
+    }
+    Ok(measure(settings, || decode(black_box(frame))))
+}
+
 /// Times our decode and encode of `case`; `frame` is [`CaseId::frame`].
 ///
 /// # Errors
 ///
 /// [`BenchError::SelfCheck`] if the frame does not decode back to the message.
-pub fn measure_ours(
-    case: CaseId,
-    frame: &Bytes,
-    settings: &Settings,
-) -> Result<(Measurement, Measurement), BenchError> {
+pub fn measure_ours(case: CaseId, frame: &Bytes, settings: &Settings) -> Result<Ours, BenchError> {
+    let owned_only = |(decode, encode)| Ours {
+        decode,
+        owned_decode: None,
+        encode,
+    };
     match case {
         CaseId::GetDataReply => {
             let message = build_get_data_reply();
@@ -87,6 +133,7 @@ pub fn measure_ours(
                 &message,
                 settings,
             )
+            .map(owned_only)
         }
         CaseId::GetChildren2Reply => {
             let message = build_get_children2_reply();
@@ -102,29 +149,56 @@ pub fn measure_ours(
                 &message,
                 settings,
             )
+            .map(owned_only)
         }
         CaseId::CreateRequest => {
             let message = build_create_request();
-            bench_ours(
+            let (owned, encode) = bench_ours(
                 case,
                 frame,
                 &message,
                 decode_create_request,
                 &message,
                 settings,
-            )
+            )?;
+            let decode = bench_view(
+                case,
+                frame,
+                &message,
+                decode_create_request_view,
+                |(header, body)| (header, body.into_owned()),
+                settings,
+            )?;
+            Ok(Ours {
+                decode,
+                owned_decode: Some(owned),
+                encode,
+            })
         }
         CaseId::WatcherEvent => {
             let message = build_watcher_event();
             let expected = ServerMessage::Notification(message.0.clone(), message.1.clone());
-            bench_ours(
+            let (owned, encode) = bench_ours(
                 case,
                 frame,
                 &expected,
                 decode_watcher_event,
                 &message,
                 settings,
-            )
+            )?;
+            let decode = bench_view(
+                case,
+                frame,
+                &expected,
+                decode_watcher_event_view,
+                |(header, event)| ServerMessage::Notification(header, event.into_owned()),
+                settings,
+            )?;
+            Ok(Ours {
+                decode,
+                owned_decode: Some(owned),
+                encode,
+            })
         }
     }
 }
