@@ -33,21 +33,7 @@ where
     D: Fn(Bytes) -> Result<T, DecodeError>,
     M: Encode,
 {
-    match decode(frame.clone()) {
-        Ok(value) if &value == expected => {}
-        Ok(value) => {
-            return Err(BenchError::SelfCheck(format!(
-                "{}: decoded {value:?}, expected {expected:?}",
-                case.id()
-            )));
-        }
-        Err(e) => {
-            return Err(BenchError::SelfCheck(format!(
-                "{}: our own frame does not decode: {e}",
-                case.id()
-            )));
-        }
-    }
+    check_decoded(case, "", decode(frame.clone()), expected)?;
     if message.to_bytes() != *frame {
         return Err(BenchError::SelfCheck(format!(
             "{}: encoding is not deterministic",
@@ -62,6 +48,26 @@ where
         black_box(buf.len())
     });
     Ok((decoded, encoded))
+}
+
+/// Checks that our own frame of `case` decoded (`how`: `""`, or `" as a view"`) to `expected`.
+fn check_decoded<T: PartialEq + fmt::Debug>(
+    case: CaseId,
+    how: &str,
+    decoded: Result<T, DecodeError>,
+    expected: &T,
+) -> Result<(), BenchError> {
+    match decoded {
+        Ok(value) if &value == expected => Ok(()),
+        Ok(value) => Err(BenchError::SelfCheck(format!(
+            "{}: decoded{how} {value:?}, expected {expected:?}",
+            case.id()
+        ))),
+        Err(e) => Err(BenchError::SelfCheck(format!(
+            "{}: our own frame does not decode{how}: {e}",
+            case.id()
+        ))),
+    }
 }
 
 /// Our figures for one message.
@@ -89,21 +95,7 @@ where
     T: PartialEq + fmt::Debug,
     D: Fn(&'f [u8]) -> Result<V, DecodeError>,
 {
-    match decode(frame).map(into_owned) {
-        Ok(value) if &value == expected => {}
-        Ok(value) => {
-            return Err(BenchError::SelfCheck(format!(
-                "{}: the view decoded {value:?}, expected {expected:?}",
-                case.id()
-            )));
-        }
-        Err(e) => {
-            return Err(BenchError::SelfCheck(format!(
-                "{}: our own frame does not decode as a view: {e}",
-                case.id()
-            )));
-        }
-    }
+    check_decoded(case, " as a view", decode(frame).map(into_owned), expected)?;
     Ok(measure(settings, || decode(black_box(frame))))
 }
 

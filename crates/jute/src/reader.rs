@@ -66,6 +66,18 @@ pub fn decode_exact<T: Decode>(bytes: Bytes) -> Result<T, DecodeError> {
     Ok(value)
 }
 
+/// [`DecodeErrorKind::TrailingBytes`] unless `left` is 0; `T` names the record. The end check
+/// of both readers.
+pub(crate) fn nothing_left<T>(left: usize) -> Result<(), DecodeError> {
+    match left {
+        0 => Ok(()),
+        count => Err(DecodeError::at(
+            DecodeErrorKind::TrailingBytes(count),
+            std::any::type_name::<T>(),
+        )),
+    }
+}
+
 /// A cursor over received bytes.
 ///
 /// Buffers are returned as [`Bytes`] slices of the input, so decoding a data payload copies
@@ -104,13 +116,7 @@ impl Reader {
 
     /// Fails with [`DecodeErrorKind::TrailingBytes`] if bytes are left; `T` names the record.
     pub fn finish<T>(&self) -> Result<(), DecodeError> {
-        match self.buf.len() {
-            0 => Ok(()),
-            count => Err(DecodeError::at(
-                DecodeErrorKind::TrailingBytes(count),
-                std::any::type_name::<T>(),
-            )),
-        }
+        nothing_left::<T>(self.buf.len())
     }
 
     fn need(&self, needed: usize) -> Result<(), DecodeError> {

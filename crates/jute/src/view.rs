@@ -41,7 +41,7 @@ use crate::codes::{
 };
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::primitive::push_with_surrogates;
-use crate::reader::Decode;
+use crate::reader::{Decode, nothing_left};
 use crate::string_list::StringList;
 
 /// A cursor over borrowed bytes: the [`Reader`](crate::Reader) of views. Slices it gives out
@@ -74,13 +74,7 @@ impl<'a> SliceReader<'a> {
 
     /// Fails with [`DecodeErrorKind::TrailingBytes`] if bytes are left; `T` names the record.
     pub fn finish<T>(&self) -> Result<(), DecodeError> {
-        match self.buf.len() {
-            0 => Ok(()),
-            count => Err(DecodeError::at(
-                DecodeErrorKind::TrailingBytes(count),
-                std::any::type_name::<T>(),
-            )),
-        }
+        nothing_left::<T>(self.buf.len())
     }
 
     fn take<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
