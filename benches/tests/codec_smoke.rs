@@ -100,6 +100,22 @@ fn quick_run_with_the_reference_cross_checks_and_reports_ratios() {
                 "{op}_ratio {ratio} vs {ours}/{reference}"
             );
         }
+        // The create request and the notification decode on their real paths, the borrowed
+        // views, which allocate nothing; their owned decodes are reported beside them.
+        let path = message.get("decode_path").and_then(Value::as_str);
+        let allocs = message.get("ours_decode_allocs").and_then(Value::as_f64);
+        if matches!(case, CaseId::CreateRequest | CaseId::WatcherEvent) {
+            assert_eq!(path, Some("view"), "{id}");
+            assert_eq!(allocs, Some(0.0), "{id}: a view decode allocates nothing");
+            positive(message, "ours_owned_decode_ns");
+            positive(message, "owned_decode_ratio");
+            assert!(positive(message, "ours_owned_decode_allocs") >= 1.0, "{id}");
+        } else {
+            assert_eq!(path, Some("owned"), "{id}");
+            for key in ["ours_owned_decode_ns", "owned_decode_ratio"] {
+                assert_eq!(message.get(key), Some(&Value::Null), "{id}: {key}");
+            }
+        }
     }
 }
 
