@@ -400,9 +400,13 @@ fn only_the_client_with_the_quorum_check_leaves_a_cut_off_follower_before_its_se
             client.create(name, "", &CreateOptions::ephemeral()),
         )
         .expect("create the ephemeral node");
+        // The observer's server may be the other follower, which can answer before it has
+        // applied the create (ZooKeeper orders each session, not reads across sessions): a
+        // `sync` first brings it up to the leader.
+        on(&scene.contender_rt, "sync", observer.sync(name)).expect("sync");
         let (stat, watcher) =
             on(&scene.contender_rt, "watch", observer.exists_watch(name)).expect("watch");
-        assert!(stat.is_some());
+        assert!(stat.is_some(), "{name} seen after a sync");
         deletions.push(scene.contender_rt.spawn(async move {
             let event = watcher.changed().await.expect("the node's event");
             assert_eq!(event.event_type, EventType::NODE_DELETED);
