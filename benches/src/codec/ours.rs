@@ -110,6 +110,11 @@ pub fn measure_ours(case: CaseId, frame: &Bytes, settings: &Settings) -> Result<
         owned_decode: None,
         encode,
     };
+    let view_first = |(owned, encode), decode| Ours {
+        decode,
+        owned_decode: Some(owned),
+        encode,
+    };
     match case {
         CaseId::GetDataReply => {
             let message = build_get_data_reply();
@@ -145,7 +150,7 @@ pub fn measure_ours(case: CaseId, frame: &Bytes, settings: &Settings) -> Result<
         }
         CaseId::CreateRequest => {
             let message = build_create_request();
-            let (owned, encode) = bench_ours(
+            let owned = bench_ours(
                 case,
                 frame,
                 &message,
@@ -153,7 +158,7 @@ pub fn measure_ours(case: CaseId, frame: &Bytes, settings: &Settings) -> Result<
                 &message,
                 settings,
             )?;
-            let decode = bench_view(
+            let view = bench_view(
                 case,
                 frame,
                 &message,
@@ -161,16 +166,12 @@ pub fn measure_ours(case: CaseId, frame: &Bytes, settings: &Settings) -> Result<
                 |(header, body)| (header, body.into_owned()),
                 settings,
             )?;
-            Ok(Ours {
-                decode,
-                owned_decode: Some(owned),
-                encode,
-            })
+            Ok(view_first(owned, view))
         }
         CaseId::WatcherEvent => {
             let message = build_watcher_event();
             let expected = ServerMessage::Notification(message.0.clone(), message.1.clone());
-            let (owned, encode) = bench_ours(
+            let owned = bench_ours(
                 case,
                 frame,
                 &expected,
@@ -178,7 +179,7 @@ pub fn measure_ours(case: CaseId, frame: &Bytes, settings: &Settings) -> Result<
                 &message,
                 settings,
             )?;
-            let decode = bench_view(
+            let view = bench_view(
                 case,
                 frame,
                 &expected,
@@ -186,11 +187,7 @@ pub fn measure_ours(case: CaseId, frame: &Bytes, settings: &Settings) -> Result<
                 |(header, event)| ServerMessage::Notification(header, event.into_owned()),
                 settings,
             )?;
-            Ok(Ours {
-                decode,
-                owned_decode: Some(owned),
-                encode,
-            })
+            Ok(view_first(owned, view))
         }
     }
 }

@@ -52,6 +52,8 @@
 //! correctly; so a string decoded from the Java form re-encodes to other bytes than it came from
 //! (6 bytes of a pair become 4, a lone surrogate's 3 become U+FFFD's 3), but to the same value.
 
+use std::borrow::Cow;
+
 use bytes::{BufMut, Bytes};
 
 use crate::error::{DecodeError, DecodeErrorKind};
@@ -196,17 +198,23 @@ impl Decode for Option<String> {
     }
 }
 
-/// Decodes the bytes of a `ustring` as [Java writes them](self#strings-from-java): standard
-/// UTF-8 on the fast path (a plain [`std::str::from_utf8`]); only if that fails, surrogate
-/// sequences are looked for.
+/// Decodes the bytes of a `ustring` as [Java writes them](self#strings-from-java), owned.
 fn decode_string(raw: &[u8]) -> Result<String, DecodeError> {
+    decode_str(raw).map(Cow::into_owned)
+}
+
+/// Decodes the bytes of a `ustring` as [Java writes them](self#strings-from-java): standard
+/// UTF-8 on the fast path (a plain [`std::str::from_utf8`]), borrowed; only if that fails,
+/// surrogate sequences are looked for, into a string of its own. The one string decoder of
+/// the owned records and of their views.
+pub(crate) fn decode_str(raw: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
     match std::str::from_utf8(raw) {
-        Ok(text) => Ok(text.to_owned()),
+        Ok(text) => Ok(Cow::Borrowed(text)),
         Err(_) => {
             let mut out = String::with_capacity(raw.len());
             push_with_surrogates(&mut out, raw)
                 .ok_or_else(|| DecodeError::new(DecodeErrorKind::InvalidUtf8))?;
-            Ok(out)
+            Ok(Cow::Owned(out))
         }
     }
 }
@@ -232,7 +240,7 @@ pub(crate) fn push_string(out: &mut String, raw: &[u8]) -> Result<(), DecodeErro
 /// What is appended is never longer than `raw` (6 bytes become 4, 3 bytes become the 3 of
 /// U+FFFD), and `raw` is a slice of received bytes, so any reservation for it is bounded by the
 /// input.
-pub(crate) fn push_with_surrogates(out: &mut String, raw: &[u8]) -> Option<()> {
+fn push_with_surrogates(out: &mut String, raw: &[u8]) -> Option<()> {
     let mut rest = raw;
     loop {
         let valid_len = match std::str::from_utf8(rest) {

@@ -40,7 +40,7 @@ use crate::codes::{
     AddWatchMode, CreateMode, ErrorCode, EventType, KeeperState, OpCode, Perms, WatcherType,
 };
 use crate::error::{DecodeError, DecodeErrorKind};
-use crate::primitive::push_with_surrogates;
+use crate::primitive::decode_str;
 use crate::reader::{Decode, nothing_left};
 use crate::string_list::StringList;
 
@@ -260,20 +260,6 @@ impl DecodeView for Option<String> {
     }
 }
 
-/// The bytes of a `ustring` as [Java writes them](crate::primitive#strings-from-java), borrowed
-/// when they are standard UTF-8.
-fn decode_str(raw: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
-    match std::str::from_utf8(raw) {
-        Ok(text) => Ok(Cow::Borrowed(text)),
-        Err(_) => {
-            let mut out = String::with_capacity(raw.len());
-            push_with_surrogates(&mut out, raw)
-                .ok_or_else(|| DecodeError::new(DecodeErrorKind::InvalidUtf8))?;
-            Ok(Cow::Owned(out))
-        }
-    }
-}
-
 /// The view of a `vector<T>`: the encoded elements, validated when the list was decoded and
 /// decoded again as views, one at a time, when iterated. Decoding it allocates nothing.
 pub struct ListRef<'a, T> {
@@ -345,7 +331,9 @@ impl<'a, T: DecodeView> IntoIterator for &ListRef<'a, T> {
     }
 }
 
-/// The elements of a [`ListRef`], from [`ListRef::iter`].
+/// The elements of a [`ListRef`], from [`ListRef::iter`] (and the entries of a
+/// [`StringListRef`]).
+#[derive(Debug, Clone)]
 pub struct ListIter<'a, T> {
     reader: SliceReader<'a>,
     left: usize,
@@ -429,9 +417,10 @@ impl<'a> StringListRef<'a> {
 
     /// The entries in order, `None` for a null one.
     pub fn iter_nullable(&self) -> StringListIter<'a> {
-        StringListIter {
+        ListIter {
             reader: SliceReader::new(self.raw),
             left: self.count,
+            element: std::marker::PhantomData,
         }
     }
 
@@ -459,32 +448,9 @@ impl PartialEq for StringListRef<'_> {
     }
 }
 
-/// The entries of a [`StringListRef`], `None` for a null one.
-#[derive(Debug, Clone)]
-pub struct StringListIter<'a> {
-    reader: SliceReader<'a>,
-    left: usize,
-}
-
-impl<'a> Iterator for StringListIter<'a> {
-    type Item = Option<Cow<'a, str>>;
-    fn next(&mut self) -> Option<Option<Cow<'a, str>>> {
-        self.left = self.left.checked_sub(1)?;
-        // Validated when the list was decoded; if it failed, the iteration would end.
-        match <Option<String>>::decode_view(&mut self.reader) {
-            Ok(entry) => Some(entry),
-            Err(_) => {
-                self.left = 0;
-                None
-            }
-        }
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl ExactSizeIterator for StringListIter<'_> {}
+/// The entries of a [`StringListRef`], `None` for a null one: a list of `ustring`s read in
+/// place, as any [`ListIter`].
+pub type StringListIter<'a> = ListIter<'a, Option<String>>;
 
 /// As the owned decoding: the count checked against the bytes left (4 per entry), then each
 /// entry read as a string, with the same errors at the same places.
