@@ -239,6 +239,15 @@ fn second_close() -> Vec<u8> {
     establish_then([0, MAX_IN_FLIGHT_1024, 0], &[&[CLOSE], &[CLOSE]])
 }
 
+/// A close whose closeSession the server refuses with -124 (authentication required).
+fn close_refused_for_want_of_sasl() -> Vec<u8> {
+    const REQUIRE_SASL: u8 = 16;
+    establish_then(
+        [0, MAX_IN_FLIGHT_1024, 0],
+        &[&[CLOSE], &[TRANSMIT, 0], &[ERROR_REPLY, REQUIRE_SASL]],
+    )
+}
+
 fn run(data: &[u8]) -> Report {
     run_script(data)
 }
@@ -400,6 +409,18 @@ fn an_undecodable_auth_reply_still_answers_its_caller() {
 #[test]
 fn a_second_close_is_answered_once_the_session_is_closed() {
     run(&second_close());
+}
+
+/// Regression (found by this target): a closeSession refused with -124 used to answer its
+/// close with that error (and then again with the success every closer gets); the session
+/// ends as AuthFailed, and the close is answered once, with success.
+#[test]
+fn a_close_refused_for_want_of_sasl_is_answered_once_with_success() {
+    let report = run(&close_refused_for_want_of_sasl());
+    assert_eq!(
+        report.states,
+        [SessionState::Connected, SessionState::AuthFailed]
+    );
 }
 
 #[test]

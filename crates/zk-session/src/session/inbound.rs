@@ -168,9 +168,6 @@ impl Session {
                 session_id = format_args!("{:#x}", self.session_id),
                 "the server requires authentication (SASL) that this session does not have"
             );
-            if let Some(id) = pending.id {
-                self.reply(id, Err(Error::SessionClosedRequireSaslAuth), false);
-            }
             self.auth_failure = Some(crate::AuthFailure {
                 reason: crate::AuthReason::RefusedByServer,
                 detail: "the server requires SASL authentication (-124), which this session \
@@ -181,6 +178,14 @@ impl Session {
                 SessionState::AuthFailed,
                 Error::SessionClosedRequireSaslAuth,
             );
+            // The refused caller after the state, as every other one. A refused closeSession's
+            // caller is not among them: the session is over, which is what it asked for, and
+            // `terminate` answered it as it answers every closer.
+            if pending.op_code != OpCode::CLOSE_SESSION
+                && let Some(id) = pending.id
+            {
+                self.reply(id, Err(Error::SessionClosedRequireSaslAuth), false);
+            }
             return;
         }
         let error = Error::from_code(err);
