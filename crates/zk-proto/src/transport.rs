@@ -14,7 +14,52 @@ use tokio::net::TcpStream;
 use crate::connect_string::HostAddr;
 
 /// The read side of a connection.
-pub(crate) type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
+pub(crate) type ReadHalf = Box<dyn ReadSide>;
+
+/// What the driver reads from: a byte stream that may also take a read low-water mark.
+pub(crate) trait ReadSide: AsyncRead + Send + Unpin {
+    /// Asks the kernel to report the connection readable only once `bytes` bytes are in
+    /// ([`Session::read_low_water`](crate::session::Session::read_low_water)). `Ok(false)`:
+    /// this side has no such mark (TLS, whose reader may hold a record's plaintext already;
+    /// an in-memory stream; a platform other than Linux), and is read as it comes.
+    ///
+    /// # Errors
+    ///
+    /// The socket refused the mark.
+    fn set_read_low_water(&mut self, bytes: usize) -> io::Result<bool> {
+        let _ = bytes;
+        Ok(false)
+    }
+}
+
+/// Plain TCP: the mark is the socket's `SO_RCVLOWAT` (Linux).
+impl ReadSide for tokio::net::tcp::OwnedReadHalf {
+    #[cfg(target_os = "linux")]
+    fn set_read_low_water(&mut self, bytes: usize) -> io::Result<bool> {
+        let socket: &TcpStream = self.as_ref();
+        nix::sys::socket::setsockopt(socket, low_water::RecvLowWater, &bytes)?;
+        Ok(true)
+    }
+}
+
+/// TLS, and the in-memory streams of tests: no mark.
+impl<T: AsyncRead + Send> ReadSide for tokio::io::ReadHalf<T> {}
+
+#[cfg(target_os = "linux")]
+mod low_water {
+    use nix::{setsockopt_impl, sockopt_impl};
+
+    sockopt_impl!(
+        /// `SO_RCVLOWAT`: the bytes a TCP socket gathers before it reports itself readable
+        /// (a non-blocking read still returns fewer). Linux caps it at half the receive
+        /// buffer, and still wakes a reader whose receive window is nearly full.
+        RecvLowWater,
+        SetOnly,
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        usize
+    );
+}
 /// The write side of a connection.
 pub(crate) type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
 /// A connection attempt in progress.

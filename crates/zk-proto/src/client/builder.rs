@@ -23,6 +23,7 @@ pub struct ClientBuilder {
     session_timeout: Duration,
     read_only: bool,
     max_in_flight: usize,
+    read_gather_limit: Duration,
     max_frame_len: usize,
     request_timeout: Option<Duration>,
     shuffle_hosts: bool,
@@ -52,6 +53,7 @@ impl Default for ClientBuilder {
             session_timeout: session.session_timeout,
             read_only: session.read_only,
             max_in_flight: session.max_in_flight,
+            read_gather_limit: session.read_gather_limit,
             max_frame_len: session.max_frame_len,
             request_timeout: None,
             shuffle_hosts: session.shuffle_hosts,
@@ -99,6 +101,18 @@ impl ClientBuilder {
     #[must_use]
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// Under a deep pipeline (64 requests or more in flight on a plaintext connection), how
+    /// long after the last frame replies may gather in the kernel before the client reads
+    /// them: one wake-up for some 40 small replies instead of one for every few, which halves
+    /// the client's CPU per pipelined call. A reply waits at most this long for the ones
+    /// behind it. `Duration::ZERO` reads every reply as it comes. 1 ms by default; see
+    /// docs/client.md, "Backpressure and memory".
+    #[must_use]
+    pub fn read_gather_limit(mut self, limit: Duration) -> Self {
+        self.read_gather_limit = limit;
         self
     }
 
@@ -375,6 +389,7 @@ impl ClientBuilder {
             session_timeout: self.session_timeout,
             read_only: self.read_only,
             max_in_flight: self.max_in_flight,
+            read_gather_limit: self.read_gather_limit,
             max_frame_len: self.max_frame_len,
             chroot,
             hosts,

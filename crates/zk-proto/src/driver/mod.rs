@@ -22,13 +22,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::{FutureExt, StreamExt};
-use jute::{FrameCodec, FrameError, Response};
-use tokio::io::AsyncWriteExt;
+use jute::{FrameError, Response};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
-use tokio_util::codec::FramedRead;
 
 use crate::connect_string::HostAddr;
 use crate::path::Chroot;
@@ -38,8 +36,9 @@ use crate::session::{
     Op, ProbeId, ProbeOutcome, RequestId, SaslDone, Session, SessionEvent, SessionState,
     WatchedEvent,
 };
-use crate::transport::{Connecting, Dialer, ReadHalf, Transport, WriteHalf};
+use crate::transport::{Connecting, Dialer, Transport};
 use crate::{ConnectFailure, Error};
+use connection::Connection;
 
 /// What a request's caller gets back: the response (its body decoded by the op code sent).
 pub(crate) type ReplyResult = Result<Response, Error>;
@@ -159,16 +158,6 @@ const MAX_COMMANDS_PER_TURN: usize = 256;
 /// commands and timers are looked at again.
 const MAX_FRAMES_PER_TURN: usize = 256;
 
-/// The session hands out frames while the write buffer holds less than this (one frame may
-/// go over it).
-const WRITE_BUFFER_HIGH_WATER: usize = 64 * 1024;
-
-/// The read buffer's first size. Most replies of an idle or lightly used session (pings, the
-/// configuration, small reads) fit; a larger frame makes the codec reserve its whole length at
-/// once, and the buffer keeps what it grew to. `tokio_util`'s default, 8 KiB, was a third of
-/// an idle session's memory (docs/performance.md).
-const READ_BUFFER_START: usize = 1024;
-
 /// The production dialer over plain TCP: resolves the host on every attempt (a changed DNS
 /// entry is picked up on reconnect) and opens a TCP connection with Nagle off. The attempt's
 /// budget is the session's.
@@ -205,82 +194,6 @@ type SaslChannel = (
 
 /// A probe of the search for a read/write server under way: its id and its I/O.
 type Probing = (ProbeId, Pin<Box<dyn Future<Output = ProbeOutcome> + Send>>);
-
-/// One open connection.
-struct Connection {
-    reader: FramedRead<ReadHalf, FrameCodec>,
-    writer: WriteHalf,
-    /// Frames encoded and not yet taken by the stream.
-    out: BytesMut,
-    /// Bytes were written since the last flush (a buffering transport needs one).
-    unflushed: bool,
-}
-
-impl Connection {
-    /// Takes frames from the session while the write buffer has room, and writes what the
-    /// stream takes right now without waiting. `Err` if the stream failed.
-    fn transmit(&mut self, session: &mut Session, stamps: &mut SendStamps) -> io::Result<()> {
-        let now = Instant::now().into_std();
-        loop {
-            while self.out.len() < WRITE_BUFFER_HIGH_WATER {
-                let before = self.out.len();
-                let Some(id) = session.transmit_next(now, &mut self.out) else {
-                    break;
-                };
-                stamps.encoded(id, self.out.len() - before);
-            }
-            if self.out.is_empty() {
-                break;
-            }
-            match self.writer.write_buf(&mut self.out).now_or_never() {
-                Some(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-                Some(Ok(n)) => {
-                    stamps.wrote(n);
-                    self.unflushed = true;
-                }
-                Some(Err(error)) => return Err(error),
-                // The stream is full: the loop's write branch waits for room.
-                None => return Ok(()),
-            }
-        }
-        if self.unflushed {
-            match self.writer.flush().now_or_never() {
-                Some(Ok(())) => self.unflushed = false,
-                Some(Err(error)) => return Err(error),
-                None => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether the loop must wait for the stream to take bytes (or a flush).
-    fn wants_write(&self) -> bool {
-        !self.out.is_empty() || self.unflushed
-    }
-
-    /// Writes (or flushes) once the stream has room; `Err` if the stream failed or takes no
-    /// more bytes.
-    async fn write_some(
-        writer: &mut WriteHalf,
-        out: &mut BytesMut,
-        unflushed: &mut bool,
-        stamps: &mut SendStamps,
-    ) -> io::Result<()> {
-        if out.is_empty() {
-            writer.flush().await?;
-            *unflushed = false;
-            return Ok(());
-        }
-        match writer.write_buf(out).await? {
-            0 => Err(io::ErrorKind::WriteZero.into()),
-            n => {
-                stamps.wrote(n);
-                *unflushed = true;
-                Ok(())
-            }
-        }
-    }
-}
 
 pub(crate) struct Driver {
     pub(crate) session: Session,
@@ -418,17 +331,7 @@ impl Driver {
                         // A connection that completes after the session gave up on it is
                         // just closed.
                         Ok((read, write)) if self.session.is_dialing() => {
-                            let codec = FrameCodec::with_max_frame_len(self.max_frame_len);
-                            conn = Some(Connection {
-                                reader: FramedRead::with_capacity(
-                                    read,
-                                    codec,
-                                    READ_BUFFER_START,
-                                ),
-                                writer: write,
-                                out: BytesMut::new(),
-                                unflushed: false,
-                            });
+                            conn = Some(Connection::new(read, write, self.max_frame_len));
                             self.session.handle_connected(now);
                         }
                         Ok(_) => {}
@@ -487,9 +390,11 @@ impl Driver {
             // the session wants sent.
             self.dispatch_events(&mut conn);
             if let Some(c) = conn.as_mut()
-                && let Err(error) = c.transmit(&mut self.session, &mut self.stamps)
+                && let Err(error) = c
+                    .transmit(&mut self.session, &mut self.stamps)
+                    .and_then(|()| c.update_low_water(&self.session))
             {
-                tracing::info!(%error, "writing to the server failed");
+                tracing::info!(%error, "the connection to the server failed");
                 conn = None;
                 self.session.handle_connection_failed(
                     Instant::now().into_std(),
@@ -769,5 +674,10 @@ fn terminal_error(session: &Session) -> Error {
     session.ended_with().unwrap_or(Error::Closed)
 }
 
+mod connection;
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, target_os = "linux"))]
+mod gather_tests;

@@ -2,8 +2,9 @@
 
 use super::*;
 use crate::session::SessionConfig;
+use crate::transport::{ReadHalf, WriteHalf};
 use futures_util::SinkExt;
-use jute::{Encode, ReplyHeader, WatcherEvent};
+use jute::{Encode, FrameCodec, ReplyHeader, WatcherEvent};
 use tokio::io::DuplexStream;
 use tokio_util::codec::Framed;
 

@@ -19,7 +19,9 @@
 //! - Byte 1: 1 to 3 hosts (value mod 3), max in flight (bits 2-3: 1, 2, 3, 1024), connect
 //!   timeout (bits 4-5: none, 5 s, 30 s, 2 min), a 100 ms close timeout (bit 6, else 2 s), no
 //!   reconnect backoff (bit 7).
-//! - Byte 2: the seed of the session's random numbers (host shuffle, backoff jitter).
+//! - Byte 2: the seed of the session's random numbers (host shuffle, backoff jitter); its
+//!   bits 0-2 also renew expired sessions, run the quorum check, and turn off the gathering
+//!   of replies.
 //!
 //! The actions (constants `SUBMIT` ... `PROBE` in this module) are the session's
 //! inputs: submit a request (template, flags: watch, path, deadline; an extra byte), add_auth,
@@ -56,7 +58,9 @@
 //!   `max_in_flight` of them in flight.
 //! - **No unbounded growth.** `in_flight`, `queued` and `watch_count` always equal what the
 //!   script knows is in flight, queued and watched; after the session ends they are 0, and
-//!   it asks for no timer, connection or transmission.
+//!   it asks for no timer, connection or transmission. The read low-water mark
+//!   ([`Session::read_low_water`]) is 1, or no more than 20 bytes for each reply owed beyond
+//!   the first.
 //! - **State transitions** are allowed ones (`Connecting → Connected | ConnectedReadOnly`,
 //!   `Connected* → Disconnected → Connected*`, any → a terminal state); terminal states are
 //!   final, and [`Session::state`] agrees with the events.
@@ -269,6 +273,8 @@ fn read_config(input: &mut Input<'_>) -> SessionConfig {
         renew_expired: seed & 1 != 0,
         // The session's own syncs then run among the fuzzed traffic.
         quorum_check: seed & 2 != 0,
+        // Replies gathered under a deep pipeline, for 1 ms or not at all.
+        read_gather_limit: if seed & 4 != 0 { Duration::ZERO } else { ms(1) },
         backoff: if b & 128 != 0 {
             (Duration::ZERO, Duration::ZERO)
         } else {

@@ -705,6 +705,13 @@ impl Harness {
             0
         };
         assert_eq!(session.in_flight(), in_flight, "requests in flight");
+        // The reader is never told to wait for more bytes than the replies owed will bring,
+        // less one frame that may be in part read already (20 bytes at least each).
+        let low_water = session.read_low_water();
+        assert!(
+            low_water == 1 || low_water <= 20 * in_flight.saturating_sub(1),
+            "read low-water mark {low_water} with {in_flight} replies owed"
+        );
         let queued = self
             .outbox
             .iter()

@@ -21,6 +21,11 @@ pub struct SessionConfig {
     pub read_only: bool,
     /// The most requests sent and not yet answered; more wait in the session's queue.
     pub max_in_flight: usize,
+    /// Under a deep pipeline (64 requests or more in flight), how long after the last frame
+    /// replies may gather in the kernel before the reader is woken
+    /// ([`Session::read_low_water`](super::Session::read_low_water)); `Duration::ZERO` reads
+    /// every reply as it comes. 1 ms by default.
+    pub read_gather_limit: Duration,
     /// The largest frame sent or accepted (`jute.maxbuffer`, 1,048,575 bytes by default).
     pub max_frame_len: usize,
     /// The chroot applied to every path.
@@ -63,6 +68,7 @@ impl Default for SessionConfig {
             session_timeout: Duration::from_secs(30),
             read_only: false,
             max_in_flight: 1024,
+            read_gather_limit: Duration::from_millis(1),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             chroot: Chroot::none(),
             hosts: Vec::new(),

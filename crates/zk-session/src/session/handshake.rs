@@ -304,6 +304,7 @@ impl Session {
             last_send: now,
             last_recv: now,
             connected: handshake_sent,
+            gather_lapsed: false,
         };
         self.hosts.mark_connected();
         tracing::debug!(

@@ -11,6 +11,7 @@ mod config;
 mod create_options;
 mod deadlines;
 mod ending;
+mod gather;
 mod handshake;
 mod inbound;
 mod inspect;
@@ -146,6 +147,9 @@ enum Link {
         last_send: Instant,
         last_recv: Instant,
         connected: Instant,
+        /// The gathering of replies ([`Session::read_low_water`]) ran out of time since the
+        /// last frame: until the next one, every byte is read as it comes.
+        gather_lapsed: bool,
     },
 }
 
@@ -487,6 +491,7 @@ impl Session {
                     last_send,
                     last_recv: now,
                     connected,
+                    gather_lapsed: false,
                 };
                 if let Err(error) = self.handle_message(frame) {
                     tracing::warn!(%error, "protocol violation; dropping the connection");
@@ -592,17 +597,8 @@ impl Session {
                 }
             }
         }
-        if let Link::Up {
-            last_recv,
-            connected,
-            ..
-        } = self.link
-        {
-            self.link = Link::Up {
-                last_send: now,
-                last_recv,
-                connected,
-            };
+        if let Link::Up { last_send, .. } = &mut self.link {
+            *last_send = now;
         }
         Some(sent)
     }

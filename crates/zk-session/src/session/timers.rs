@@ -52,6 +52,7 @@ impl Session {
                 last_send,
                 last_recv,
                 connected,
+                ..
             } => {
                 consider(last_recv + self.timing.read_timeout);
                 if let Some(at) = self.quorum_timeout(connected) {
@@ -77,6 +78,9 @@ impl Session {
             consider(first + limit);
         }
         if let Some(at) = self.sasl_deadline() {
+            consider(at);
+        }
+        if let Some(at) = self.gather_deadline() {
             consider(at);
         }
         if !matches!(self.link, Link::Up { .. })
@@ -158,6 +162,7 @@ impl Session {
             }
             _ => {}
         }
+        self.gather_timers(now);
         self.read_only_search_timers(now);
         if let Some(until) = self.moving
             && now >= until

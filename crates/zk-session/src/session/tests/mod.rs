@@ -6,6 +6,7 @@
 mod auth;
 mod connect_failures;
 mod ending;
+mod gather;
 mod reconnect;
 mod requests;
 mod timers;
