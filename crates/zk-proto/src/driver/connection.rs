@@ -109,6 +109,14 @@ impl Connection {
             let supported = self.reader.get_mut().set_read_low_water(wanted)?;
             self.low_water = supported.then_some(wanted);
         }
+        if self.low_water.is_some_and(|mark| mark > 1) {
+            // Room for a gathered batch and what comes with it, so that one read takes it
+            // (the buffer otherwise grows by its first size, 1 KiB, a read at a time).
+            let buffer = self.reader.read_buffer_mut();
+            if buffer.capacity() - buffer.len() < 2 * wanted {
+                buffer.reserve(4 * wanted);
+            }
+        }
         Ok(())
     }
 
