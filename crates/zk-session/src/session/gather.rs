@@ -9,9 +9,9 @@
 //! - **bytes:** the mark never exceeds what the replies owed will certainly bring, less one
 //!   frame (the reader may hold a part of it already): every frame is at least
 //!   [`MIN_REPLY_FRAME`] bytes, so by the time all but one owed reply are in, so is the mark;
-//! - **time:** [`SessionConfig::read_gather_limit`] (1 ms by default) after the last frame, the mark falls back to one byte until
-//!   the next frame, so a server that answers slowly (or not at all) is read as before, and
-//!   the read timeout sees every frame that came.
+//! - **time:** [`SessionConfig::read_gather_limit`] (1 ms by default) after the last frame,
+//!   the mark falls back to one byte until the next frame, so a server that answers slowly
+//!   (or not at all) is read as before, and the read timeout sees every frame that came.
 
 use std::time::Instant;
 
@@ -39,9 +39,9 @@ impl Session {
         if self.gather_deadline().is_none() {
             return 1;
         }
-        let bound = (MIN_REPLY_FRAME * (self.pending.len() - 1)).min(MAX_GATHER);
+        let bound = (MIN_REPLY_FRAME * self.pending.len().saturating_sub(1)).min(MAX_GATHER);
         // A power of two: the mark moves rarely as the count goes up and down.
-        1 << bound.ilog2()
+        bound.checked_ilog2().map_or(1, |log| 1 << log)
     }
 
     /// When the gathering of replies runs out, while it is on.
