@@ -178,6 +178,22 @@ async fn dropping_a_persistent_watcher_removes_its_watch_on_the_server() {
 }
 
 #[tokio::test]
+async fn an_add_watch_given_up_before_its_reply_leaves_no_watch_on_the_server() {
+    let server = support::server().await;
+    let client = connect(&server.connect_string()).await;
+    // Sent when called, dropped before its reply: the server arms the watch all the same.
+    drop(client.add_watch("/gone", AddWatchMode::PERSISTENT_RECURSIVE));
+    // Answered after the addWatch: by then the client has queued the watch's removal, so the
+    // server applies it before the check that follows.
+    client.exists("/").await.expect("exists");
+    assert_eq!(
+        client.check_watches("/gone", WatcherType::ANY).await,
+        Err(Error::NoWatcher),
+        "the abandoned watch was removed without waiting for an event"
+    );
+}
+
+#[tokio::test]
 async fn a_persistent_watcher_is_a_stream_that_ends_with_the_session() {
     use futures_util::StreamExt;
     let server = support::server().await;

@@ -545,6 +545,27 @@ async fn a_dropped_message_comes_back_and_a_dropped_consumer_removes_its_watch()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_cancelled_in_its_first_listing_leaves_no_watch_once_dropped() {
+    let server = start_server().await;
+    let client = connect(&server.connect_string()).await;
+    let queue = DistributedQueue::new(&client, "/cancel/q");
+    let mut consumer = queue.consumer();
+    // A deadline already passed: the listing and its addWatch are sent, then given up.
+    assert!(matches!(
+        consumer.next(Some(Duration::ZERO)).await,
+        Err(zk_recipes::Error::Timeout)
+    ));
+    drop(consumer);
+    // Answered after the addWatch: its removal is queued by then, and applied before the
+    // check.
+    client.exists("/").await.expect("exists");
+    assert_eq!(
+        client.check_watches("/cancel/q", WatcherType::ANY).await,
+        Err(zk_proto::Error::NoWatcher)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_that_fell_behind_its_watch_lists_again_and_loses_nothing() {
     /// Items put while the consumer does not read its watch: far more events than it buffers.
     const ITEMS: usize = 200;

@@ -608,6 +608,13 @@ impl Client {
     /// # Errors
     ///
     /// The connection errors.
+    ///
+    /// # Cancellation safety
+    ///
+    /// The request is sent when this is called. Dropped before it completes, the returned
+    /// future leaves no watch behind: the server still arms it, and the client removes it as
+    /// soon as the reply comes (as when a [`PersistentWatcher`] is dropped), without waiting
+    /// for an event on the path.
     pub fn add_watch(
         &self,
         path: &str,
@@ -628,15 +635,18 @@ impl Client {
             },
             Some(sink),
         );
+        // Made before the reply, so that a future dropped at any point drops a watcher, whose
+        // drop has the connection task remove the watch (at once, or when its reply comes).
+        let watcher = PersistentWatcher {
+            rx,
+            overflowed,
+            capacity,
+            commands,
+            ended: false,
+        };
         async move {
             typed::<ErrorResponse>(reply.await)?;
-            Ok(PersistentWatcher {
-                rx,
-                overflowed,
-                capacity,
-                commands,
-                ended: false,
-            })
+            Ok(watcher)
         }
     }
 

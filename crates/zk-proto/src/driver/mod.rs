@@ -601,7 +601,9 @@ impl Driver {
                 result,
                 watch_armed,
             } => {
-                if !watch_armed && !self.watches.is_empty() {
+                if watch_armed {
+                    self.forget_if_abandoned(id);
+                } else if !self.watches.is_empty() {
                     self.watches.remove(&id);
                 }
                 let decoded = self.stamps.replied(id);
@@ -634,6 +636,22 @@ impl Driver {
             SessionEvent::DropConnection(_) => {}
             // An event of a newer zk-session this driver does not know: nothing to deliver.
             other => tracing::debug!(?other, "session event not handled"),
+        }
+    }
+
+    /// A watch the server just armed whose watcher was dropped while its request was in
+    /// flight (a cancelled `add_watch`): its sink is closed, or already swept by
+    /// `WatcherDropped`. Forgotten now, so the session removes it on the server, instead of
+    /// holding it until its first event.
+    fn forget_if_abandoned(&mut self, id: RequestId) {
+        let abandoned = match self.watches.get(&id) {
+            None => true,
+            Some(WatchSink::Stream { tx, .. }) => tx.is_closed(),
+            Some(WatchSink::Once(_)) => false,
+        };
+        if abandoned {
+            self.watches.remove(&id);
+            self.session.forget_watch(id);
         }
     }
 

@@ -503,3 +503,73 @@ async fn a_call_future_holds_little_more_than_its_reply_channel() {
     let stat = kept.await.expect("answered").expect("exists");
     assert_eq!(stat.version, 2);
 }
+
+/// The op code of a request frame.
+fn op_of(frame: &[u8]) -> i32 {
+    i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]])
+}
+
+/// Reads request frames (answering pings) until a removeWatches; returns its body. Fails
+/// after a minute of virtual time (the session's pings keep the connection up meanwhile).
+async fn next_removal(
+    server: &mut Framed<DuplexStream, FrameCodec>,
+) -> (i32, jute::RemoveWatchesRequest) {
+    let read = async {
+        loop {
+            let frame = server.next().await.expect("a request").expect("a frame");
+            let op = op_of(&frame);
+            if op == jute::OpCode::PING.0 {
+                server.send(ok_reply(xid_of(&frame))).await.expect("send");
+                continue;
+            }
+            assert_eq!(op, jute::OpCode::REMOVE_WATCHES.0, "only a removal is due");
+            let body: jute::RemoveWatchesRequest =
+                jute::decode_exact(frame.slice(8..)).expect("decodes");
+            return (xid_of(&frame), body);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("a removeWatches within a minute")
+}
+
+/// Answers the addWatch request next on `server` with success.
+async fn arm_watch(server: &mut Framed<DuplexStream, FrameCodec>) {
+    let frame = server.next().await.expect("a request").expect("a frame");
+    assert_eq!(op_of(&frame), jute::OpCode::ADD_WATCH.0);
+    let answer = (
+        ok_reply(xid_of(&frame)),
+        jute::ErrorResponse {
+            err: jute::ErrorCode::OK,
+        },
+    );
+    server.send(answer).await.expect("send");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_add_watch_dropped_before_its_reply_has_its_watch_removed_when_armed() {
+    let (client, mut server) = connected_client().await;
+    // The request is sent when the call is made; the caller gives up before the reply.
+    drop(client.add_watch("/q", jute::AddWatchMode::PERSISTENT_RECURSIVE));
+    arm_watch(&mut server).await;
+    // No event on the path is needed for the watch to go.
+    let (_, removal) = next_removal(&mut server).await;
+    assert_eq!(removal.path.as_deref(), Some("/q"));
+    assert_eq!(removal.watcher_type, jute::WatcherType::ANY);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_add_watch_dropped_after_its_reply_arrived_but_before_it_was_taken_is_removed() {
+    let (client, mut server) = connected_client().await;
+    let pending = client.add_watch("/q", jute::AddWatchMode::PERSISTENT_RECURSIVE);
+    arm_watch(&mut server).await;
+    // A call answered after the addWatch: once it returns, the addWatch's reply has reached
+    // the pending future, which nobody polls.
+    let later = client.delete("/n", None);
+    let frame = server.next().await.expect("a request").expect("a frame");
+    server.send(ok_reply(xid_of(&frame))).await.expect("send");
+    later.await.expect("deleted");
+    drop(pending);
+    let (_, removal) = next_removal(&mut server).await;
+    assert_eq!(removal.path.as_deref(), Some("/q"));
+}
