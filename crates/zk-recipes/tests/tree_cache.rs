@@ -176,6 +176,53 @@ async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_returns_once_the_server_has_removed_the_watch() {
+    let server = start_server().await;
+    let client = connect(&server.connect_string()).await;
+    create_node(&client, "/c", "").await;
+    let cache = TreeCache::builder(&client, "/c").start();
+    within("load", WITHIN, cache.wait_initialized(None))
+        .await
+        .expect("loaded");
+    client
+        .check_watches("/c", WatcherType::ANY)
+        .await
+        .expect("the cache's watch on the server");
+    let mut events = cache.events();
+    within("close", WITHIN, cache.close())
+        .await
+        .expect("closed");
+    // No wait: the removal was applied before `close` returned.
+    assert_eq!(
+        client.check_watches("/c", WatcherType::ANY).await,
+        Err(zk_proto::Error::NoWatcher)
+    );
+    assert_eq!(events.next().await, Err(Error::Zk(zk_proto::Error::Closed)));
+
+    // Closed as soon as started: its addWatch not sent yet, in flight, or answered.
+    for _ in 0..20 {
+        let cache = TreeCache::builder(&client, "/c").start();
+        within("close", WITHIN, cache.close())
+            .await
+            .expect("closed");
+        assert_eq!(
+            client.check_watches("/c", WatcherType::ANY).await,
+            Err(zk_proto::Error::NoWatcher)
+        );
+    }
+
+    // A cache that ended with its session says so.
+    let cache = TreeCache::builder(&client, "/c").start();
+    within("load", WITHIN, cache.wait_initialized(None))
+        .await
+        .expect("loaded");
+    client.close().await.expect("closed the session");
+    within("close", WITHIN, cache.close())
+        .await
+        .expect("the session's end took the watch");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn depth_filter_and_stat_only_select_what_is_cached() {
     let server = start_server().await;
     let writer = connect(&server.connect_string()).await;

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::AbortHandle;
+use tokio::task::JoinHandle;
 use zk_proto::Client;
 
 pub use events::CacheEvents;
@@ -188,6 +188,7 @@ impl TreeCacheBuilder {
         );
         let (syncs, sync_requests) = mpsc::unbounded_channel();
         let quorum = self.client.quorum_check();
+        let client = self.client.clone();
         let task = sync::Task::new(
             self.client,
             scope,
@@ -205,7 +206,8 @@ impl TreeCacheBuilder {
             status,
             syncs,
             root: self.root,
-            task: handle.abort_handle(),
+            task: handle,
+            client,
             _quorum: quorum,
         }
     }
@@ -258,7 +260,8 @@ impl Shared {
 /// the expiry ends it (the events then end with [`zk_proto::Error::SessionExpired`]).
 /// `docs/recipes-cache.md` states what an observer may see.
 ///
-/// Dropping the cache stops it and removes its watch.
+/// Dropping the cache stops it and removes its watch; [`close`](Self::close) does the same and
+/// returns once the server has removed the watch.
 #[derive(Debug)]
 pub struct TreeCache {
     shared: Arc<Shared>,
@@ -266,7 +269,9 @@ pub struct TreeCache {
     /// Asks the task for a [`sync`](TreeCache::sync).
     syncs: mpsc::UnboundedSender<sync::SyncWaiter>,
     root: String,
-    task: AbortHandle,
+    task: JoinHandle<()>,
+    /// For the round trips that confirm the watch's removal at [`close`](Self::close).
+    client: Client,
     /// The session's quorum check, held while the cache lives: it never serves data from a
     /// server cut off from the leader for longer than the check's bound.
     _quorum: zk_proto::QuorumCheck,
@@ -397,6 +402,47 @@ impl TreeCache {
             Ok(result) => result.map_err(Error::Zk),
             Err(_) => Err(self.ended().unwrap_or(Error::Zk(zk_proto::Error::Closed))),
         }
+    }
+}
+
+impl TreeCache {
+    /// Stops the cache and returns once the server has removed its watch (unless another
+    /// watcher of the client is on the root, as for any dropped
+    /// [`PersistentWatcher`](zk_proto::PersistentWatcher)): after it, no event of the subtree
+    /// reaches the session for this cache. Its event streams end with
+    /// [`Closed`](zk_proto::Error::Closed).
+    ///
+    /// # Errors
+    ///
+    /// Why the cache had ended by itself, if it had (its watch went with the session); the
+    /// connection error of a round trip that confirms the removal (the watch is then gone
+    /// with that connection: it is not set again on the next). None when the session is
+    /// over: its watches are too.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future still stops the cache, as dropping the cache does.
+    pub async fn close(mut self) -> Result<()> {
+        match self.ended() {
+            Some(Error::Zk(zk_proto::Error::Closed)) | None => {}
+            Some(error) => return Err(error),
+        }
+        self.task.abort();
+        // Resolves once the task's future, and the watcher in it, is dropped: the removal is
+        // then queued, or (while the watch's addWatch is in flight) due when its reply comes.
+        let _ = (&mut self.task).await;
+        // Calls are answered in the order made. The first answer comes after the addWatch's
+        // reply, if one was in flight, so the removal is queued by then; the second comes after
+        // the removal's.
+        for _ in 0..2 {
+            match self.client.exists(&self.root).await {
+                Ok(_) => {}
+                // The session is over: so are its watches.
+                Err(error) if error.is_terminal() => return Ok(()),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
     }
 }
 
