@@ -175,6 +175,17 @@ async fn tree_cache_loads_a_subtree_and_reports_each_change_once() {
     .await;
 }
 
+/// Closes `cache` (of `/c`) and checks, with no wait, that the server holds no watch there.
+async fn close_leaving_no_watch(client: &Client, cache: TreeCache) {
+    within("close", WITHIN, cache.close())
+        .await
+        .expect("closed");
+    assert_eq!(
+        client.check_watches("/c", WatcherType::ANY).await,
+        Err(zk_proto::Error::NoWatcher)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_returns_once_the_server_has_removed_the_watch() {
     let server = start_server().await;
@@ -189,29 +200,15 @@ async fn close_returns_once_the_server_has_removed_the_watch() {
         .await
         .expect("the cache's watch on the server");
     let mut events = cache.events();
-    within("close", WITHIN, cache.close())
-        .await
-        .expect("closed");
-    // No wait: the removal was applied before `close` returned.
-    assert_eq!(
-        client.check_watches("/c", WatcherType::ANY).await,
-        Err(zk_proto::Error::NoWatcher)
-    );
+    close_leaving_no_watch(&client, cache).await;
     assert_eq!(events.next().await, Err(Error::Zk(zk_proto::Error::Closed)));
 
     // Closed as soon as started: its addWatch not sent yet, in flight, or answered.
     for _ in 0..20 {
-        let cache = TreeCache::builder(&client, "/c").start();
-        within("close", WITHIN, cache.close())
-            .await
-            .expect("closed");
-        assert_eq!(
-            client.check_watches("/c", WatcherType::ANY).await,
-            Err(zk_proto::Error::NoWatcher)
-        );
+        close_leaving_no_watch(&client, TreeCache::builder(&client, "/c").start()).await;
     }
 
-    // A cache that ended with its session says so.
+    // A cache whose session ended closes without error: the watch went with the session.
     let cache = TreeCache::builder(&client, "/c").start();
     within("load", WITHIN, cache.wait_initialized(None))
         .await
