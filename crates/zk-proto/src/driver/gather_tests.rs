@@ -135,8 +135,9 @@ fn mark_at(log: &[Step], at: usize) -> usize {
         .unwrap_or(1)
 }
 
-/// The steps after the `n`th write (0-based) up to the first read after it.
-fn after_write(log: &[Step], n: usize) -> (usize, &[Step]) {
+/// The steps after the `n`th write (0-based) up to the first read after it; checks that the
+/// write came while a raised mark was set.
+fn after_write(log: &[Step], n: usize) -> &[Step] {
     let wrote = log
         .iter()
         .enumerate()
@@ -148,7 +149,11 @@ fn after_write(log: &[Step], n: usize) -> (usize, &[Step]) {
         .iter()
         .position(|step| matches!(step, Step::Read(_)))
         .expect("a read after the write");
-    (wrote, &log[wrote + 1..wrote + read])
+    assert!(
+        mark_at(log, wrote) > 1,
+        "written under a raised mark: {log:?}"
+    );
+    &log[wrote + 1..wrote + read]
 }
 
 #[tokio::test]
@@ -220,13 +225,8 @@ async fn replies_below_the_mark_are_released_by_the_time_limit_and_a_batch_is_re
     }
     {
         let log = seen.borrow();
-        let (wrote, until_read) = after_write(&log, 1);
-        assert!(
-            mark_at(&log, wrote) > 1,
-            "written under a raised mark: {log:?}"
-        );
         assert_eq!(
-            until_read.last(),
+            after_write(&log, 1).last(),
             Some(&Step::Mark(1)),
             "held by the kernel until the time limit lowered the mark: {log:?}"
         );
@@ -250,13 +250,8 @@ async fn replies_below_the_mark_are_released_by_the_time_limit_and_a_batch_is_re
         assert_eq!(&data[..], b"gathered");
     }
     let log = seen.borrow().clone();
-    let (wrote, until_read) = after_write(&log, 2);
     assert!(
-        mark_at(&log, wrote) > 1,
-        "written under a raised mark: {log:?}"
-    );
-    assert!(
-        until_read.is_empty(),
+        after_write(&log, 2).is_empty(),
         "read with no change of the mark: {log:?}"
     );
     assert_eq!(

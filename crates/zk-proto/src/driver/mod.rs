@@ -587,8 +587,7 @@ impl Driver {
                     .map(|(&id, _)| id)
                     .collect();
                 for id in gone {
-                    self.watches.remove(&id);
-                    self.session.forget_watch(id);
+                    self.drop_watch(id);
                 }
             }
         }
@@ -650,9 +649,15 @@ impl Driver {
             Some(WatchSink::Once(_)) => false,
         };
         if abandoned {
-            self.watches.remove(&id);
-            self.session.forget_watch(id);
+            self.drop_watch(id);
         }
+    }
+
+    /// Drops a watch whose sink will take no more events: the session forgets it (and
+    /// removes a persistent one on the server).
+    fn drop_watch(&mut self, id: RequestId) {
+        self.watches.remove(&id);
+        self.session.forget_watch(id);
     }
 
     /// Hands a watch's event to its sink; `last`: the session says the watch ends with it.
@@ -675,13 +680,9 @@ impl Driver {
                     Err(mpsc::error::TrySendError::Full(_)) => {
                         // Never block the connection: the stream ends with an overflow error.
                         overflowed.store(true, Ordering::Release);
-                        self.watches.remove(&id);
-                        self.session.forget_watch(id);
+                        self.drop_watch(id);
                     }
-                    Err(mpsc::error::TrySendError::Closed(_)) => {
-                        self.watches.remove(&id);
-                        self.session.forget_watch(id);
-                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => self.drop_watch(id),
                 }
             }
         }

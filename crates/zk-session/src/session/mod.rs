@@ -483,16 +483,12 @@ impl Session {
             Link::Down { .. } | Link::Dialing { .. } => {}
             Link::Handshaking { .. } => self.handle_connect_response(now, frame),
             Link::Up {
-                last_send,
-                connected,
+                ref mut last_recv,
+                ref mut gather_lapsed,
                 ..
             } => {
-                self.link = Link::Up {
-                    last_send,
-                    last_recv: now,
-                    connected,
-                    gather_lapsed: false,
-                };
+                *last_recv = now;
+                *gather_lapsed = false;
                 if let Err(error) = self.handle_message(frame) {
                     tracing::warn!(%error, "protocol violation; dropping the connection");
                     self.lose_connection(now, Error::Protocol(error), true);
